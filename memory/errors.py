@@ -1,0 +1,58 @@
+"""Exceptions of the memory package: one root, the docstring is the default message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemoryServiceError(Exception):
+    """A livememory memory error."""
+
+    def __init__(self, message: str | None = None, **fields: Any) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+class ConfigurationError(MemoryServiceError):
+    """The configuration is invalid."""
+
+
+class StoreUnavailable(MemoryServiceError):
+    """A backing service (Postgres, Redis, Qdrant, Ollama) cannot be reached."""
+
+
+class ModelUnavailable(StoreUnavailable):
+    """The language model server cannot be reached."""
+
+
+class ModelError(MemoryServiceError):
+    """The language model returned an error."""
+
+
+class TranscriptError(MemoryServiceError):
+    """A chat transcript line is malformed."""
+
+
+class UnknownViewer(MemoryServiceError):
+    """No viewer with that login or user id is known."""
+
+
+class UnknownMemory(MemoryServiceError):
+    """No memory with that id exists."""
+
+
+class UnknownTurn(MemoryServiceError):
+    """No turn with that id exists."""
+
+
+class EmbedderMismatch(MemoryServiceError):
+    """The collection was made with another embedder."""
+
+
+class JobValidationError(MemoryServiceError):
+    """A job's payload is invalid: retrying cannot help."""
+
+
+class MigrationError(MemoryServiceError):
+    """A migration could not be applied."""

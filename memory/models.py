@@ -1,0 +1,415 @@
+"""Domain records shared by every layer: chat events, batches, history items, plans, recall, reports.
+
+Records are frozen dataclasses; the JSON shapes of DESIGN.md (transcript line, turn report) are built
+and parsed here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+#: badges that carry authority or status in chat
+KNOWN_BADGES = frozenset({"broadcaster", "moderator", "vip", "subscriber"})
+#: platform events a transcript line of kind "event" may name
+KNOWN_EVENTS = frozenset({"sub", "raid", "cheer", "follow"})
+
+
+class EventKind(enum.StrEnum):
+    """What a transcript row is."""
+
+    MESSAGE = "message"  #: a viewer's chat message
+    EVENT = "event"  #: a platform event (sub, raid, cheer, follow)
+    COMMAND = "command"  #: a chat command (``!forget …``), never sent to the model
+
+
+class Role(enum.StrEnum):
+    """The role of a history item in the prompt."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class TurnStatus(enum.StrEnum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatEvent:
+    """One chat message or platform event, from Twitch, the console or a transcript line."""
+
+    #: message id, unique across the transcript
+    id: str
+    #: stream session id
+    stream: str
+    #: stable platform user id of the author
+    user_id: str
+    #: Twitch login of the author as seen in this message
+    login: str
+    #: display name
+    name: str | None = None
+    badges: tuple[str, ...] = ()
+    text: str
+    ts: datetime
+    kind: EventKind = EventKind.MESSAGE
+    #: platform event name when ``kind`` is ``event``
+    event: str | None = None
+    #: the message this one replies to
+    reply_to: str | None = None
+
+    @property
+    def is_command(self) -> bool:
+        return self.kind is EventKind.COMMAND
+
+    @property
+    def is_moderator(self) -> bool:
+        return "moderator" in self.badges or "broadcaster" in self.badges
+
+    @property
+    def is_broadcaster(self) -> bool:
+        return "broadcaster" in self.badges
+
+    def to_json(self) -> dict[str, Any]:
+        """The transcript line of DESIGN.md."""
+        line: dict[str, Any] = {
+            "ts": self.ts.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+            "stream": self.stream,
+            "id": self.id,
+            "user_id": self.user_id,
+            "login": self.login,
+            "name": self.name,
+            "badges": list(self.badges),
+            "text": self.text,
+        }
+        if self.kind is not EventKind.MESSAGE:
+            line["kind"] = self.kind.value
+        if self.event:
+            line["event"] = self.event
+        if self.reply_to:
+            line["reply_to"] = self.reply_to
+        return line
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batch:
+    """Messages of one stream that the bot answers together."""
+
+    stream: str
+    events: tuple[ChatEvent, ...]
+
+    @property
+    def message_ids(self) -> list[str]:
+        return [event.id for event in self.events]
+
+    @property
+    def opened_at(self) -> datetime:
+        return self.events[0].ts
+
+    @property
+    def closed_at(self) -> datetime:
+        return self.events[-1].ts
+
+    @property
+    def chat(self) -> tuple[ChatEvent, ...]:
+        """The events that go to the model (commands excluded)."""
+        return tuple(event for event in self.events if not event.is_command)
+
+    @property
+    def commands(self) -> tuple[ChatEvent, ...]:
+        return tuple(event for event in self.events if event.is_command)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A tool call the model asked for."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ToolCall:
+        return cls(id=str(data["id"]), name=str(data["name"]), arguments=dict(data["arguments"]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryItem:
+    """One entry of a stream's working history (and of the prompt before reduction)."""
+
+    role: Role
+    text: str
+    ts: datetime
+    #: the turn this item belongs to; a turn starts at a viewer batch
+    turn_id: str | None = None
+    #: transcript message id (viewer messages)
+    message_id: str | None = None
+    user_id: str | None = None
+    login: str | None = None
+    #: tool calls of an assistant item
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: on a tool result: the id of the call it answers
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    #: a summary item made by the summarizing reducer
+    summary: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["role"] = self.role.value
+        data["ts"] = self.ts.isoformat()
+        data["tool_calls"] = [call.to_json() for call in self.tool_calls]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HistoryItem:
+        values = dict(data)
+        values["role"] = Role(values["role"])
+        values["ts"] = datetime.fromisoformat(values["ts"])
+        values["tool_calls"] = tuple(ToolCall.from_json(c) for c in values.get("tool_calls", ()))
+        return cls(**values)
+
+    @classmethod
+    def from_event(cls, event: ChatEvent, turn_id: str | None) -> HistoryItem:
+        return cls(
+            role=Role.USER,
+            text=event.text,
+            ts=event.ts,
+            turn_id=turn_id,
+            message_id=event.id,
+            user_id=event.user_id,
+            login=event.login,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptMessage:
+    """A message as the chat model receives it."""
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelReply:
+    """What the chat model answered."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedViewer:
+    login: str
+    user_id: str
+    score: float
+    #: the observable signals that gave the score, strongest first
+    signals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedSource:
+    """One source the planner decided to consult."""
+
+    #: ``profile``, ``recall``, ``episodic``, ``lore`` or ``state``
+    kind: str
+    #: login of the viewer the source is about (None for stream-wide sources)
+    viewer: str | None = None
+    user_id: str | None = None
+    query: str = ""
+    #: the viewer explicitly asked what the bot remembers (failure must be admitted in the prompt)
+    explicit: bool = False
+
+    @property
+    def key(self) -> str:
+        """The source's name in timings and degraded lists, e.g. ``recall:alice``."""
+        return f"{self.kind}:{self.viewer}" if self.viewer else self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    viewers: tuple[PlannedViewer, ...] = ()
+    sources: tuple[PlannedSource, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "viewers": [
+                {
+                    "login": v.login,
+                    "user_id": v.user_id,
+                    "score": v.score,
+                    "signals": list(v.signals),
+                }
+                for v in self.viewers
+            ],
+            "sources": [
+                {"kind": s.kind, "viewer": s.viewer, "query": s.query} for s in self.sources
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecallItem:
+    """One memory that retrieval brought back, with its provenance."""
+
+    source: str
+    space: str
+    viewer: str | None
+    memory_id: str
+    text: str
+    origin_message_ids: tuple[str, ...] = ()
+    score: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "space": self.space,
+            "viewer": self.viewer,
+            "memory_id": self.memory_id,
+            "text": self.text,
+            "origin_message_ids": list(self.origin_message_ids),
+            "score": round(self.score, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Degraded:
+    source: str
+    #: ``timeout``, ``error`` or ``budget``
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"source": self.source, "reason": self.reason}
+
+
+@dataclass(slots=True, kw_only=True)
+class PromptStats:
+    messages_in_history: int = 0
+    messages_sent: int = 0
+    tokens_estimate: int = 0
+    preview: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnReport:
+    """What one turn did: the ``--json`` line of a replay, and the source of the metrics."""
+
+    turn_id: str
+    stream: str
+    message_ids: list[str]
+    plan: Plan = field(default_factory=Plan)
+    recall: list[RecallItem] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    degraded: list[Degraded] = field(default_factory=list)
+    prompt: PromptStats = field(default_factory=PromptStats)
+    reply: str | None = None
+    command: str | None = None
+    status: TurnStatus = TurnStatus.PENDING
+    error: str | None = None
+    #: ingestion barrier: structured domains changed by tools and the viewers (user ids) involved
+    barrier: dict[str, Any] | None = None
+    #: tool calls and their results during the turn
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "stream": self.stream,
+            "message_ids": list(self.message_ids),
+            "plan": self.plan.to_json(),
+            "recall": [item.to_json() for item in self.recall],
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            "degraded": [d.to_json() for d in self.degraded],
+            "prompt": {
+                "messages_in_history": self.prompt.messages_in_history,
+                "messages_sent": self.prompt.messages_sent,
+                "tokens_estimate": self.prompt.tokens_estimate,
+                "preview": self.prompt.preview,
+            },
+            "reply": self.reply,
+            "command": self.command,
+            "status": self.status.value,
+            "error": self.error,
+            "barrier": self.barrier,
+            "tools": self.tools,
+        }
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free token estimate: about four characters a token, at least one a word.
+
+    Good to within ~20% for English and Italian chat with Llama-family tokenizers; used for budgets,
+    never for billing.
+    """
+    if not text:
+        return 0
+    return max(len(text) // 4, len(text.split()))
+
+
+def estimate_messages_tokens(messages: Sequence[PromptMessage]) -> int:
+    """Token estimate of a prompt: content plus a small per-message overhead."""
+    return sum(estimate_tokens(m.content) + 4 for m in messages)
+
+
+class MemoryKind(enum.StrEnum):
+    """What a stored memory is."""
+
+    PERSONAL = "personal"  #: a viewer's own durable statement (raw, with provenance)
+    FACT = "fact"  #: a fact condensed by the model from a viewer's own statements
+    CORRECTION = "correction"  #: replaces a personal memory; ranked above it
+    EPISODIC = "episodic"  #: one public turn of a stream
+    LORE = "lore"  #: canon loaded by the streamer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRecord:
+    """One document of a memory space, with its provenance."""
+
+    #: point id (a UUID string derived from turn id + author + kind, so retries make no duplicates)
+    id: str
+    #: ``viewer-<login>``, ``stream-<id>`` or ``lore``
+    space: str
+    kind: MemoryKind
+    text: str
+    #: the viewer the memory belongs to (personal spaces) — the author of every origin message
+    user_id: str | None = None
+    login: str | None = None
+    stream: str | None = None
+    turn_id: str | None = None
+    origin_message_ids: tuple[str, ...] = ()
+    #: user ids of the participants (episodic documents)
+    participants: tuple[str, ...] = ()
+    #: time of the first and last origin message
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    #: for a correction: the id of the memory it replaces
+    corrects: str | None = None
+    #: free-form extra payload (e.g. lore entity names, the bot's reply of an episode)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryHit:
+    record: MemoryRecord
+    score: float

@@ -1,0 +1,108 @@
+"""The boundaries of the memory package, as Protocols.
+
+Adapters in ``memory/adapters/`` implement them and are the only importers of drivers (asyncpg,
+redis, qdrant_client, ollama). ``tests/fakes.py`` implements them in memory for unit tests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from memory import models
+
+
+class WorkingHistory(Protocol):
+    """The recent messages and replies of each stream, capped (Redis list or in-process)."""
+
+    async def append(self, stream: str, items: Sequence[models.HistoryItem]) -> None: ...
+
+    async def recent(self, stream: str, limit: int | None = None) -> list[models.HistoryItem]:
+        """The newest ``limit`` items (all kept items when None), oldest first."""
+        ...
+
+    async def replace(self, stream: str, items: Sequence[models.HistoryItem]) -> None:
+        """Replace a stream's history (rebuild from the transcript)."""
+        ...
+
+    async def length(self, stream: str) -> int: ...
+
+
+class Cache(Protocol):
+    """A string cache with a TTL per key (Redis or in-process)."""
+
+    async def get(self, key: str) -> str | None: ...
+
+    async def set(self, key: str, value: str, ttl_seconds: float) -> None: ...
+
+    async def delete_prefix(self, prefix: str) -> int:
+        """Delete every key starting with ``prefix``; returns how many."""
+        ...
+
+
+class ChatModel(Protocol):
+    """A chat language model (Ollama)."""
+
+    async def check(self) -> None:
+        """Raise ``errors.ModelUnavailable`` when the model server cannot be reached."""
+        ...
+
+    async def chat(
+        self,
+        messages: Sequence[models.PromptMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> models.ModelReply: ...
+
+
+class Embedder(Protocol):
+    """Turns texts into dense vectors."""
+
+    #: identifies the embedder and its model; recorded on every collection
+    name: str
+    dim: int
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class Planner(Protocol):
+    """Decides, without any model call, which memory sources a batch needs."""
+
+    def plan(self, batch: models.Batch, history: Sequence[models.HistoryItem]) -> models.Plan: ...
+
+
+class Recall(Protocol):
+    """What the memory stage brought back for one turn."""
+
+    #: recall items in prompt order, with provenance
+    items: list[models.RecallItem]
+    #: milliseconds per source key (``recall:alice``) and ``memory_total``
+    timings_ms: dict[str, float]
+    degraded: list[models.Degraded]
+    #: the assembled, sectioned memory block for the prompt ("" when nothing)
+    block: str
+
+
+class Retriever(Protocol):
+    """Fetches the planned sources in parallel under the budget and assembles the memory block."""
+
+    async def retrieve(
+        self,
+        plan: models.Plan,
+        batch: models.Batch,
+        history: Sequence[models.HistoryItem],
+    ) -> Recall: ...
+
+
+class Reducer(Protocol):
+    """Working history → what the prompt shows (a read-side view; the transcript keeps everything).
+
+    ``items`` may start with a system item; it is always kept and not counted.
+    """
+
+    async def reduce(
+        self, stream: str, items: Sequence[models.HistoryItem]
+    ) -> list[models.HistoryItem]: ...
