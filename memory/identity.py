@@ -46,3 +46,18 @@ def temporary_stream_id(now: datetime | None = None) -> str:
     """A stream session id for a run where the real one is not known (``tmp-<utc time>-<random>``)."""
     moment = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S")
     return f"tmp-{moment}-{secrets.token_hex(3)}"
+
+
+# Storage keys of memory spaces. A personal space is stored under the stable user id, so a renamed
+# viewer keeps their memory; ``viewer-<login>`` (above) is its name as people see it (reports, CLI).
+def personal_key(user_id: str) -> str:
+    """Storage key of a viewer's personal space: ``viewer:<user id>``."""
+    return f"viewer:{user_id}"
+
+
+def episodic_key(stream: str) -> str:
+    """Storage key of a stream's episodic space: ``stream:<stream session id>``."""
+    return f"stream:{stream}"
+
+
+LORE_KEY = "lore"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from memory import models
 
@@ -106,3 +106,49 @@ class Reducer(Protocol):
     async def reduce(
         self, stream: str, items: Sequence[models.HistoryItem]
     ) -> list[models.HistoryItem]: ...
+
+
+class MemorySpaces(Protocol):
+    """Semantic memory spaces on Qdrant (issue 3): personal, episodic, lore.
+
+    ``space`` is a storage key from ``identity``: ``viewer:<user id>``, ``stream:<stream id>`` or
+    ``lore``. Records carry their key in ``MemoryRecord.space``. Texts are embedded by the spaces.
+    """
+
+    #: the embedder whose vectors the spaces hold
+    embedder_name: str
+
+    async def upsert(self, records: Sequence[models.MemoryRecord]) -> None:
+        """Insert or replace records (same id → replaced, so retries make no duplicates)."""
+        ...
+
+    async def search(
+        self,
+        space: str,
+        query: str,
+        *,
+        limit: int = 5,
+        kinds: Collection[models.MemoryKind] | None = None,
+    ) -> list[models.MemoryHit]: ...
+
+    async def get(self, space: str, ids: Sequence[str]) -> list[models.MemoryRecord]: ...
+
+    async def list(self, space: str, *, limit: int = 1000) -> list[models.MemoryRecord]: ...
+
+    async def find(self, memory_id: str) -> models.MemoryRecord | None:
+        """Look a memory up by id in any space."""
+        ...
+
+    async def delete(self, space: str, ids: Sequence[str]) -> int: ...
+
+    async def delete_turn(self, turn_id: str) -> int:
+        """Delete every memory that came from one turn, in every space."""
+        ...
+
+    async def drop(self, space: str) -> int:
+        """Delete a whole space; returns how many memories it held."""
+        ...
+
+    async def count(self, space: str) -> int: ...
+
+    async def spaces(self) -> list[str]: ...
