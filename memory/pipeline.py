@@ -1,0 +1,278 @@
+"""One turn: batch → working history → plan → recall → prompt (reduced) → model (+ tools) → journal.
+
+The seams (planner, retriever, reducer, tool runner) are ports; ``bot/services.py`` composes the real
+ones. The transcript is written before the reply is delivered, so a failed send or a crash after the
+model answered loses nothing the model said.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memory import errors, models
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from memory import ports, transcript
+
+logger = logging.getLogger(__name__)
+
+MEMORY_HEADER = "Memory (may be stale; recent chat beats old memories, channel state beats both):"
+PREVIEW_CHARS = 4000
+
+
+class ToolRound(Protocol):
+    """What one round of tool calls did (``memory.tools.ToolRunner.run``)."""
+
+    results: list[models.HistoryItem]
+    changed_domains: set[str]
+    involved_user_ids: set[str]
+    records: list[dict[str, Any]]
+
+
+class ToolRunner(Protocol):
+    def tool_schemas(self) -> list[dict[str, Any]]: ...
+
+    async def run(
+        self,
+        turn_id: str,
+        stream: str,
+        calls: Sequence[models.ToolCall],
+        speakers: Mapping[str, str],
+    ) -> ToolRound: ...
+
+    async def record_barrier(
+        self, turn_id: str, domains: set[str], user_ids: set[str], batch_user_ids: set[str]
+    ) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _EmptyRecall:
+    items: list[models.RecallItem] = dataclasses.field(default_factory=list)
+    timings_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    degraded: list[models.Degraded] = dataclasses.field(default_factory=list)
+    block: str = ""
+
+
+class NoPlanner:
+    """Plans no source (the foundation's default)."""
+
+    def plan(self, batch: models.Batch, history: Sequence[models.HistoryItem]) -> models.Plan:
+        return models.Plan()
+
+
+class NoRetrieval:
+    async def retrieve(
+        self, plan: models.Plan, batch: models.Batch, history: Sequence[models.HistoryItem]
+    ) -> ports.Recall:
+        return _EmptyRecall(timings_ms={"memory_total": 0.0})
+
+
+class KeepAll:
+    """The ``none`` reducer: everything."""
+
+    async def reduce(
+        self, stream: str, items: Sequence[models.HistoryItem]
+    ) -> list[models.HistoryItem]:
+        return list(items)
+
+
+def format_user(item: models.HistoryItem) -> str:
+    return f"{item.login}: {item.text}" if item.login else item.text
+
+
+def event_text(event: models.ChatEvent) -> str:
+    if event.kind is models.EventKind.EVENT:
+        return f"[{event.event or 'event'}] {event.text}".strip()
+    return event.text
+
+
+def to_prompt(items: Sequence[models.HistoryItem], memory_block: str) -> list[models.PromptMessage]:
+    """History items → chat messages; the memory block follows the first system message."""
+    messages: list[models.PromptMessage] = []
+    for index, item in enumerate(items):
+        if item.role is models.Role.USER:
+            messages.append(models.PromptMessage(role=item.role, content=format_user(item)))
+        else:
+            messages.append(
+                models.PromptMessage(
+                    role=item.role,
+                    content=item.text,
+                    tool_calls=item.tool_calls,
+                    tool_name=item.tool_name,
+                )
+            )
+        if index == 0 and item.role is models.Role.SYSTEM and memory_block:
+            messages.append(
+                models.PromptMessage(
+                    role=models.Role.SYSTEM, content=f"{MEMORY_HEADER}\n{memory_block}"
+                )
+            )
+    return messages
+
+
+def render(messages: Sequence[models.PromptMessage]) -> str:
+    """The prompt as text (the preview, and the stand-in reply of ``--no-llm``)."""
+    return "\n".join(f"[{m.role.value}] {m.content}" for m in messages)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seams:
+    planner: ports.Planner
+    retriever: ports.Retriever
+    reducer: ports.Reducer
+    tools: ToolRunner | None = None
+
+
+class TurnPipeline:
+    """Runs turns. One instance serves every stream; the caller runs a stream's turns in order."""
+
+    def __init__(
+        self,
+        *,
+        transcript: transcript.Transcript,
+        history: ports.WorkingHistory,
+        model: ports.ChatModel | None,
+        seams: Seams,
+        system_prompt: str,
+        max_tool_rounds: int = 3,
+        max_attempts: int = 5,
+    ) -> None:
+        self.transcript = transcript
+        self.history = history
+        self.model = model
+        self.seams = seams
+        self.system_prompt = system_prompt
+        self.max_tool_rounds = max_tool_rounds
+        self.max_attempts = max_attempts
+
+    async def run(self, batch: models.Batch) -> models.TurnReport:
+        """Answer one batch. The batch's events must already be in the transcript."""
+        chat = batch.chat
+        turn_id = await self.transcript.start_turn(batch.stream, [e.id for e in chat])
+        report = models.TurnReport(
+            turn_id=turn_id, stream=batch.stream, message_ids=batch.message_ids
+        )
+        past = await self.history.recent(batch.stream)
+        current = [
+            dataclasses.replace(models.HistoryItem.from_event(e, turn_id), text=event_text(e))
+            for e in chat
+        ]
+        new_items: list[models.HistoryItem] = list(current)
+        try:
+            report.plan = self.seams.planner.plan(batch, past)
+            recall = await self.seams.retriever.retrieve(report.plan, batch, past)
+            report.recall, report.degraded = list(recall.items), list(recall.degraded)
+            report.timings_ms.update(recall.timings_ms)
+            system = models.HistoryItem(
+                role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
+            )
+            reduced = await self.seams.reducer.reduce(batch.stream, [system, *past, *current])
+            messages = to_prompt(reduced, recall.block)
+            report.prompt = models.PromptStats(
+                messages_in_history=len(past) + len(current),
+                messages_sent=len(messages),
+                tokens_estimate=models.estimate_messages_tokens(messages),
+                preview=render(messages)[-PREVIEW_CHARS:],
+            )
+            if self.model is not None:
+                started = time.perf_counter()
+                report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
+                new_items.extend(tool_items)
+                report.timings_ms["model"] = (time.perf_counter() - started) * 1000
+            report.status = models.TurnStatus.COMPLETED
+        except errors.MemoryServiceError as exc:
+            report.status, report.error = models.TurnStatus.FAILED, str(exc)
+            logger.warning("turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
+        if report.reply:
+            new_items.append(
+                models.HistoryItem(
+                    role=models.Role.ASSISTANT,
+                    text=report.reply,
+                    ts=batch.closed_at,
+                    turn_id=turn_id,
+                )
+            )
+        await self.transcript.finish_turn(
+            turn_id,
+            stream=batch.stream,
+            status=report.status,
+            reply=report.reply,
+            error=report.error,
+            ts=batch.closed_at,
+            report=report.to_json(),
+            consolidate=bool(chat),
+            max_attempts=self.max_attempts,
+        )
+        await self.history.append(batch.stream, new_items)
+        return report
+
+    async def record_command(
+        self, event: models.ChatEvent, reply: str | None, error: str | None = None
+    ) -> models.TurnReport:
+        """Journal a chat command and the bot's answer as a turn of its own (never sent to the model)."""
+        turn_id = await self.transcript.start_turn(event.stream, [event.id])
+        report = models.TurnReport(
+            turn_id=turn_id,
+            stream=event.stream,
+            message_ids=[event.id],
+            reply=reply,
+            command=event.text,
+            status=models.TurnStatus.FAILED if error else models.TurnStatus.COMPLETED,
+            error=error,
+        )
+        await self.transcript.finish_turn(
+            turn_id,
+            stream=event.stream,
+            status=report.status,
+            reply=reply,
+            error=error,
+            ts=event.ts,
+            report=report.to_json(),
+            consolidate=False,
+        )
+        return report
+
+    async def _ask(
+        self,
+        turn_id: str,
+        batch: models.Batch,
+        messages: list[models.PromptMessage],
+        report: models.TurnReport,
+    ) -> tuple[str, list[models.HistoryItem]]:
+        """Call the model, running tool rounds; returns the reply and the tool items."""
+        assert self.model is not None
+        tools = self.seams.tools
+        schemas = tools.tool_schemas() if tools else None
+        speakers = {e.login.lower(): e.user_id for e in batch.events}
+        items: list[models.HistoryItem] = []
+        domains: set[str] = set()
+        involved: set[str] = set()
+        reply = await self.model.chat(messages, tools=schemas)
+        rounds = 0
+        while reply.tool_calls and tools is not None and rounds < self.max_tool_rounds:
+            rounds += 1
+            call_item = models.HistoryItem(
+                role=models.Role.ASSISTANT,
+                text=reply.content,
+                ts=batch.closed_at,
+                turn_id=turn_id,
+                tool_calls=reply.tool_calls,
+            )
+            outcome = await tools.run(turn_id, batch.stream, reply.tool_calls, speakers)
+            items += [call_item, *outcome.results]
+            report.tools.extend(outcome.records)
+            domains |= outcome.changed_domains
+            involved |= outcome.involved_user_ids
+            messages = [*messages, *to_prompt([call_item, *outcome.results], "")]
+            reply = await self.model.chat(messages, tools=schemas)
+        if tools is not None and domains:
+            report.barrier = await tools.record_barrier(
+                turn_id, domains, involved, {e.user_id for e in batch.chat}
+            )
+        return reply.content.strip(), items
