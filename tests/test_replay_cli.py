@@ -1,0 +1,106 @@
+"""``python -m bot replay`` and ``console`` as a user runs them (subprocess, real Postgres)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests import cli
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+REPORT_FIELDS = {
+    "turn_id", "stream", "message_ids", "plan", "recall", "timings_ms", "degraded", "prompt",
+    "reply", "command",
+}  # fmt: skip
+
+
+@pytest.fixture
+def env(database_url: str, tmp_path: Path) -> dict[str, str]:
+    return {
+        "DATABASE_URL": database_url,
+        "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+        "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
+    }
+
+
+def reports(out: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_replay_json_prints_one_full_report_per_turn(env: dict[str, str], tmp_path: Path) -> None:
+    result = cli.run("bot", "replay", str(cli.EXAMPLE), "--json", "--no-llm", env=env, cwd=tmp_path)
+    assert result.code == 0, result.err
+    turns = reports(result.out)
+    assert len(turns) > 5
+    for turn in turns:
+        assert set(turn) >= REPORT_FIELDS
+        assert {"messages_in_history", "messages_sent", "tokens_estimate", "preview"} <= set(
+            turn["prompt"]  # type: ignore[arg-type]
+        )
+    chat_turns = [t for t in turns if t["command"] is None]
+    assert all("memory_total" in t["timings_ms"] for t in chat_turns)  # type: ignore[operator]
+    history = [t["prompt"]["messages_in_history"] for t in chat_turns]  # type: ignore[index]
+    assert history == sorted(history) and history[-1] > history[0]
+    ids = [i for t in turns for i in t["message_ids"]]  # type: ignore[attr-defined]
+    assert len(ids) == len(set(ids)) == sum(1 for _ in cli.EXAMPLE.open())
+
+
+def test_restarting_a_replay_continues_the_same_transcript(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    lines = cli.EXAMPLE.read_text().splitlines()
+    half = tmp_path / "half.jsonl"
+    half.write_text("\n".join(lines[:12]) + "\n")
+    first = cli.run("bot", "replay", str(half), "--json", "--no-llm", env=env, cwd=tmp_path)
+    assert first.code == 0, first.err
+    second = cli.run("bot", "replay", str(cli.EXAMPLE), "--json", "--no-llm", env=env, cwd=tmp_path)
+    assert second.code == 0, second.err
+    assert "already answered" in second.err
+    done_first = [i for t in reports(first.out) for i in t["message_ids"]]  # type: ignore[attr-defined]
+    done_second = [i for t in reports(second.out) for i in t["message_ids"]]  # type: ignore[attr-defined]
+    assert not set(done_first) & set(done_second)
+    assert sorted(done_first + done_second) == sorted(json.loads(x)["id"] for x in lines)
+    # the history continues: the first turn after the restart sees everything before it
+    first_after = reports(second.out)[0]
+    assert first_after["prompt"]["messages_in_history"] > 12  # type: ignore[index]
+
+
+def test_a_malformed_line_names_its_number_and_keeps_what_came_before(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    lines = cli.EXAMPLE.read_text().splitlines()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*lines[:5], '{"ts": "yesterday", "stream": "s"}', *lines[5:]]))
+    result = cli.run("bot", "replay", str(broken), "--json", "--no-llm", env=env, cwd=tmp_path)
+    assert result.code == 1
+    assert "broken.jsonl:6:" in result.err and "ts" in result.err
+    assert "Traceback" not in result.err
+    answered = [i for t in reports(result.out) for i in t["message_ids"]]  # type: ignore[attr-defined]
+    assert sorted(answered) == sorted(json.loads(x)["id"] for x in lines[:5])
+
+
+def test_ollama_unreachable_stops_at_once_with_how_to_fix(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    result = cli.run("bot", "replay", str(cli.EXAMPLE), env=env, cwd=tmp_path)
+    assert result.code == 1
+    assert "ollama serve" in result.err and "--no-llm" in result.err
+    assert "Traceback" not in result.err and result.out == ""
+
+
+def test_missing_file_is_one_clear_line(env: dict[str, str], tmp_path: Path) -> None:
+    result = cli.run("bot", "replay", "nope.jsonl", "--no-llm", env=env, cwd=tmp_path)
+    assert result.code == 1 and "no such transcript file" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_console_chats_as_several_viewers(env: dict[str, str], tmp_path: Path) -> None:
+    typed = "alice: I work as a graphic designer\nbob: hi all\n/quit\n"
+    result = cli.run("bot", "console", "--no-llm", env=env, cwd=tmp_path, stdin=typed)
+    assert result.code == 0, result.err
+    assert "── turn" in result.out and "in history" in result.out
