@@ -93,6 +93,18 @@ class MemorySettings(_Section):
     history_cap: int = Field(200, ge=10)
     #: ingestion barrier scope: only the viewers a tool call involved, or the whole batch
     barrier_scope: Literal["viewers", "batch"] = "viewers"
+    #: bot accounts whose messages never become personal or episodic memory (the bot itself is
+    #: always excluded too: ``bot_name`` and ``twitch.bot_id``)
+    known_bots: tuple[str, ...] = (
+        "nightbot",
+        "streamelements",
+        "moobot",
+        "fossabot",
+        "streamlabs",
+        "wizebot",
+        "soundalerts",
+        "sery_bot",
+    )
 
 
 class HistorySettings(_Section):
@@ -144,6 +156,14 @@ class TwitchSettings(_Section):
     rate_limit_window_seconds: float = Field(30.0, gt=0)
     #: seconds between two memory commands of one viewer
     command_cooldown_seconds: float = Field(5.0, ge=0)
+    #: seconds a ``!forget me`` waits for its ``!forget me confirm``
+    forget_confirm_seconds: float = Field(120.0, gt=0)
+    #: sending token: ``app`` (the Chat Bot badge; needs ``user:bot`` from the bot account and
+    #: ``channel:bot`` from the broadcaster or mod status) or ``user`` (the bot's user token)
+    send_as: Literal["app", "user"] = "app"
+    #: retries of one message answered with HTTP 429, and the longest wait honoured per retry
+    send_max_retries: int = Field(3, ge=0)
+    send_max_wait_seconds: float = Field(60.0, ge=0)
 
 
 class Settings(BaseSettings):
@@ -154,6 +174,9 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         env_file=".env",
         env_file_encoding="utf-8",
+        # .env may hold docker compose variables too: only LIVEMEMORY_* keys (and the URLs) are
+        # ours, and an unknown LIVEMEMORY_* key is an error (a typo must not pass silently)
+        dotenv_filtering="match_prefix",
         extra="forbid",
         frozen=True,
         populate_by_name=True,

@@ -61,3 +61,10 @@ def test_nested_unknown_keys_and_bounds_rejected(clean_env: Path) -> None:
         settings_module.Settings(batch={"window": 2})  # type: ignore[arg-type]
     with pytest.raises(pydantic.ValidationError):
         settings_module.Settings(memory={"max_viewers": 6})  # type: ignore[arg-type]
+
+
+def test_dotenv_may_hold_docker_compose_variables(clean_env: Path) -> None:
+    (clean_env / ".env").write_text(
+        "POSTGRES_PASSWORD=x\nCHAT_MODEL=llama3.2:3b\nLIVEMEMORY_TWITCH__CLIENT_ID=abc\n"
+    )
+    assert settings_module.Settings().twitch.client_id == "abc"
