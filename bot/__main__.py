@@ -58,7 +58,11 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
     if args.command == "replay" and not args.file.is_file():
         print(f"error: no such transcript file: {args.file}", file=sys.stderr)
         return EXIT_ERROR
-    async with services_module.lifespan(settings, no_llm=args.no_llm) as services:
+    # a replay runs consolidation itself (after each turn with --sync-consolidation, else at the end)
+    background = None if args.command == "console" else False
+    async with services_module.lifespan(
+        settings, no_llm=args.no_llm, background_worker=background
+    ) as services:
         await _check_model(services)
         if args.command == "replay":
             await replay.replay(

@@ -103,10 +103,8 @@ class Session:
         await self.deliver(report)
 
     async def consolidate_now(self) -> None:
-        """Run the consolidation jobs that are due (``--sync-consolidation``)."""
-        runner = self.services.extras.get("run_jobs_until_empty")
-        if runner is not None:
-            await runner()
+        """Run the consolidation jobs that are due (``--sync-consolidation``, end of a replay)."""
+        await self.services.worker.run_until_empty()
 
 
 class Replay(Session):

@@ -50,9 +50,17 @@ class EmbedderMismatch(MemoryServiceError):
     """The collection was made with another embedder."""
 
 
+class InvalidMemory(MemoryServiceError):
+    """A memory space key or record is invalid."""
+
+
 class JobValidationError(MemoryServiceError):
     """A job's payload is invalid: retrying cannot help."""
 
 
 class MigrationError(MemoryServiceError):
     """A migration could not be applied."""
+
+
+class ToolCallError(MemoryServiceError):
+    """A model tool call cannot be run (its error goes back to the model)."""

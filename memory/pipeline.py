@@ -22,8 +22,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MEMORY_HEADER = "Memory (may be stale; recent chat beats old memories, channel state beats both):"
+MEMORY_HEADER = "Memory:"
 PREVIEW_CHARS = 4000
+
+
+class TurnMetrics(Protocol):
+    def record_turn(self, report: models.TurnReport) -> None: ...
 
 
 class ToolRound(Protocol):
@@ -142,6 +146,7 @@ class TurnPipeline:
         system_prompt: str,
         max_tool_rounds: int = 3,
         max_attempts: int = 5,
+        metrics: TurnMetrics | None = None,
     ) -> None:
         self.transcript = transcript
         self.history = history
@@ -150,6 +155,7 @@ class TurnPipeline:
         self.system_prompt = system_prompt
         self.max_tool_rounds = max_tool_rounds
         self.max_attempts = max_attempts
+        self.metrics = metrics
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
         """Answer one batch. The batch's events must already be in the transcript."""
@@ -165,14 +171,16 @@ class TurnPipeline:
         ]
         new_items: list[models.HistoryItem] = list(current)
         try:
-            report.plan = self.seams.planner.plan(batch, past)
-            recall = await self.seams.retriever.retrieve(report.plan, batch, past)
-            report.recall, report.degraded = list(recall.items), list(recall.degraded)
-            report.timings_ms.update(recall.timings_ms)
             system = models.HistoryItem(
                 role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
             )
             reduced = await self.seams.reducer.reduce(batch.stream, [system, *past, *current])
+            # what the model will see of the past: planner and retrieval compare against it
+            shown = [i for i in reduced[1:] if i.turn_id != turn_id or i.summary]
+            report.plan = self.seams.planner.plan(batch, shown)
+            recall = await self.seams.retriever.retrieve(report.plan, batch, shown)
+            report.recall, report.degraded = list(recall.items), list(recall.degraded)
+            report.timings_ms.update(recall.timings_ms)
             messages = to_prompt(reduced, recall.block)
             report.prompt = models.PromptStats(
                 messages_in_history=len(past) + len(current),
@@ -210,6 +218,8 @@ class TurnPipeline:
             max_attempts=self.max_attempts,
         )
         await self.history.append(batch.stream, new_items)
+        if self.metrics is not None:
+            self.metrics.record_turn(report)
         return report
 
     async def record_command(
@@ -236,6 +246,8 @@ class TurnPipeline:
             report=report.to_json(),
             consolidate=False,
         )
+        if self.metrics is not None:
+            self.metrics.record_turn(report)
         return report
 
     async def _ask(

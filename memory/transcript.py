@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, jobs, models, sql
@@ -18,6 +17,7 @@ from memory.adapters import postgres
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from datetime import datetime
 
     import asyncpg
 

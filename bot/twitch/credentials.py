@@ -68,13 +68,18 @@ def login_error(exc: BaseException) -> bot_errors.CredentialError | None:
     if isinstance(exc, bot_errors.CredentialError):
         return exc
     if isinstance(exc, twitchio.InvalidTokenException):
-        return invalid("user_token", "was refused by Twitch and could not be refreshed "
-                       f"(check {env_name('refresh_token')}, or authorize the bot again)")
+        return invalid(
+            "user_token",
+            "was refused by Twitch and could not be refreshed "
+            f"(check {env_name('refresh_token')}, or authorize the bot again)",
+        )
     if isinstance(exc, twitchio.HTTPException) and exc.status in (400, 401, 403):
         route = str(getattr(exc.route, "url", "") or "")
         if "oauth2/token" in route:
-            return invalid("client_secret", f"or {env_name('client_id')} was refused by Twitch "
-                           f"(HTTP {exc.status})")
+            return invalid(
+                "client_secret",
+                f"or {env_name('client_id')} was refused by Twitch (HTTP {exc.status})",
+            )
         return bot_errors.CredentialError(
             f"Twitch credential invalid: Twitch refused a request with HTTP {exc.status} ({route})"
         )

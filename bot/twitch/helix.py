@@ -88,7 +88,6 @@ def translate(
     return sending.SendFailed(f"{type(exc).__name__}: {exc}")
 
 
-
 class HelixTransport:
     """``sending.Transport`` over TwitchIO's ``send_message`` (``POST chat/messages``)."""
 

@@ -209,9 +209,7 @@ class Sender:
         self.max_wait = max_wait
         self.limit = limit
 
-    async def send(
-        self, channel: str, text: str, *, reply_to: str | None = None
-    ) -> list[Delivery]:
+    async def send(self, channel: str, text: str, *, reply_to: str | None = None) -> list[Delivery]:
         """Send ``text`` to ``channel`` (a broadcaster id), split as needed, in order."""
         return [
             await self._send_part(channel, index, part, reply_to if index == 0 else None)
@@ -236,11 +234,19 @@ class Sender:
             except RateLimited as exc:
                 if attempts > self.max_retries:
                     return self._result(
-                        channel, index, text, DeliveryStatus.FAILED, attempts, waited, error=str(exc)
+                        channel,
+                        index,
+                        text,
+                        DeliveryStatus.FAILED,
+                        attempts,
+                        waited,
+                        error=str(exc),
                     )
                 delay = self._wait_for(exc)
                 logger.warning(
-                    "Twitch rate limit (429) on %s, retrying in %.1fs", channel, delay,
+                    "Twitch rate limit (429) on %s, retrying in %.1fs",
+                    channel,
+                    delay,
                     extra={"action": "chat_rate_limited"},
                 )
                 await self.clock.sleep(delay)
@@ -248,7 +254,12 @@ class Sender:
             except MessageDropped as exc:
                 logger.warning("Twitch dropped a reply part in %s: %s", channel, exc.code)
                 return self._result(
-                    channel, index, text, DeliveryStatus.DROPPED, attempts, waited,
+                    channel,
+                    index,
+                    text,
+                    DeliveryStatus.DROPPED,
+                    attempts,
+                    waited,
                     error=exc.code or str(exc),
                 )
             except SendFailed as exc:
@@ -258,7 +269,12 @@ class Sender:
                 )
             else:
                 return self._result(
-                    channel, index, text, DeliveryStatus.SENT, attempts, waited,
+                    channel,
+                    index,
+                    text,
+                    DeliveryStatus.SENT,
+                    attempts,
+                    waited,
                     message_id=message_id,
                 )
 

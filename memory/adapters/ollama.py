@@ -118,9 +118,9 @@ def canonical_model(model: str) -> str:
     return model if ":" in model else f"{model}:latest"
 
 
-async def has_model(host: str, model: str, *, timeout: float = 1.0) -> bool:
+async def has_model(host: str, model: str, *, request_timeout: float = 1.0) -> bool:
     """Whether the Ollama at ``host`` answers ``/api/tags`` and lists ``model``."""
-    client = ollama.AsyncClient(host=host, timeout=timeout)
+    client = ollama.AsyncClient(host=host, timeout=request_timeout)
     with wrap_errors(host, model):
         listed = await client.list()
     names = {canonical_model(m.model) for m in listed.models if m.model}

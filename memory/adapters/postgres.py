@@ -44,6 +44,9 @@ def wrap_errors(action: str) -> Iterator[None]:
         raise errors.StoreUnavailable(f"Postgres is unavailable ({action}): {exc}") from exc
     except asyncpg.InterfaceError as exc:
         raise errors.StoreUnavailable(f"Postgres connection failed ({action}): {exc}") from exc
+    except (asyncpg.PostgresConnectionError, asyncpg.exceptions.OperatorInterventionError) as exc:
+        # the server restarts or shuts down under us: transient, a retry can succeed
+        raise errors.StoreUnavailable(f"Postgres went away ({action}): {exc}") from exc
 
 
 def start_embedded(data_dir: Path) -> str:
@@ -115,6 +118,12 @@ async def open_database(settings: Settings, *, migrate: bool = True) -> AsyncIte
         yield db
     finally:
         await pool.close()
+
+
+async def connect_standalone(dsn: str) -> asyncpg.Connection:
+    """A connection outside the pool (LISTEN needs one of its own)."""
+    with wrap_errors("connect"):
+        return await asyncpg.connect(dsn)
 
 
 def record(row: asyncpg.Record | None) -> dict[str, Any] | None:

@@ -41,9 +41,9 @@ SELECT id, seq, stream, message_ids, created_at, status, reply, error, reply_ts,
 FROM turns_with_status WHERE stream = $1 ORDER BY seq;
 
 -- transcript_get_messages --
--- description: messages by id, in transcript order ($1 ids)
+-- description: messages by id, in transcript order, redactions honoured ($1 ids)
 SELECT id, stream, user_id, login, display_name, badges, text, ts, kind, event, reply_to
-FROM messages WHERE id = ANY($1::text[]) ORDER BY ts, seq;
+FROM messages_visible WHERE id = ANY($1::text[]) ORDER BY ts, seq;
 
 -- transcript_answered_message_ids --
 -- description: which of these message ids already belong to a finished turn ($1 ids)
@@ -52,11 +52,11 @@ FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id, unnest(t.message_ids) AS 
 WHERE m.id = ANY($1::text[]);
 
 -- transcript_recent_history --
--- description: the newest history entries of a stream, newest first ($1 stream, $2 limit): chat messages (not commands) and replies of completed turns
+-- description: the newest history entries of a stream, newest first ($1 stream, $2 limit): chat messages (not commands; redactions honoured) and replies of completed turns
 SELECT * FROM (
     SELECT 'user' AS role, m.text, m.ts, m.seq AS ord, 0 AS sub, m.id AS message_id,
            m.user_id, m.login, t.id AS turn_id
-    FROM messages m
+    FROM messages_visible m
     LEFT JOIN LATERAL (
         SELECT id FROM turns WHERE stream = m.stream AND m.id = ANY(message_ids) LIMIT 1
     ) t ON true

@@ -1,0 +1,517 @@
+"""``ports.MemorySpaces`` on Qdrant (``AsyncQdrantClient``): server, or embedded local mode.
+
+Two physical layouts (``settings.qdrant.layout``), one behaviour:
+
+* ``per_space`` — a collection per space (``lm_viewer_<user id>``, ``lm_stream_<id>``, ``lm_lore``).
+  Searches need no payload filter, which matters in local mode where filters are checked in Python
+  on every point (~11 µs/point) while an unfiltered search of 1k points takes well under 1 ms.
+* ``shared`` — one collection per kind (``lm_shared_viewer``, ``lm_shared_stream``,
+  ``lm_shared_lore``) with a ``tenant`` payload key (the space key) indexed as KEYWORD with
+  ``is_tenant=True``; every read and delete filters by tenant. What Qdrant advises for a server.
+
+Each collection records, in its collection metadata (``{"livememory": {...}}``, kept by local mode
+too), the embedder name and dim, the layout and (per-space) the space key; a manifest collection
+``<prefix>_manifest`` records the embedder for the whole prefix, checked when the spaces open, so
+another embedder fails at start-up with ``errors.EmbedderMismatch`` instead of mixing vectors.
+Memory ids must be UUID strings unique across spaces (consolidation derives them from turn, author
+and kind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import warnings
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import httpx
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+from qdrant_client.http import exceptions as qdrant_exceptions
+
+from memory import errors, models
+from memory import spaces as spaces_module
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+    from types import TracebackType
+
+    from config.settings import Settings
+    from memory import ports
+
+logger = logging.getLogger(__name__)
+
+META_KEY = "livememory"
+_T = TypeVar("_T")
+_PAGE = 256
+
+
+class CollectionGone(errors.MemoryServiceError):
+    """The collection was deleted (by another process) after this one saw it."""
+
+
+@contextlib.contextmanager
+def wrap_errors(action: str) -> Iterator[None]:
+    """Translate client errors: unreachable or failing server → ``errors.StoreUnavailable``."""
+    try:
+        yield
+    except (qdrant_exceptions.ResponseHandlingException, httpx.TransportError, OSError) as exc:
+        raise errors.StoreUnavailable(f"Qdrant is unavailable ({action}): {exc}") from exc
+    except ValueError as exc:  # local mode
+        if "not found" in str(exc):
+            raise CollectionGone(f"{action}: {exc}") from exc
+        raise
+    except qdrant_exceptions.UnexpectedResponse as exc:
+        if exc.status_code == 404:
+            raise CollectionGone(f"{action}: {exc}") from exc
+        if exc.status_code is not None and exc.status_code >= 500:
+            raise errors.StoreUnavailable(f"Qdrant error ({action}): {exc}") from exc
+        raise errors.MemoryServiceError(f"Qdrant refused {action}: {exc}") from exc
+
+
+def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
+    if location == ":memory:":
+        return AsyncQdrantClient(location=":memory:")
+    if location is not None:
+        return AsyncQdrantClient(path=location)
+    if settings.qdrant_url:
+        api_key = settings.qdrant.api_key
+        return AsyncQdrantClient(
+            url=settings.qdrant_url,
+            api_key=api_key.get_secret_value() if api_key else None,
+            timeout=max(1, round(settings.qdrant.timeout_seconds)),
+            check_compatibility=False,
+        )
+    path = settings.data_dir / "qdrant"
+    path.mkdir(parents=True, exist_ok=True)
+    return AsyncQdrantClient(path=str(path))
+
+
+def _scope(space: str, shared: bool) -> list[qm.Condition]:
+    if not shared:
+        return []
+    return [qm.FieldCondition(key=spaces_module.TENANT_KEY, match=qm.MatchValue(value=space))]
+
+
+def _filter(conditions: Sequence[qm.Condition]) -> qm.Filter | None:
+    return qm.Filter(must=list(conditions)) if conditions else None
+
+
+def _selector(conditions: Sequence[qm.Condition]) -> qm.FilterSelector:
+    return qm.FilterSelector(filter=qm.Filter(must=list(conditions)))
+
+
+class QdrantSpaces:
+    """Memory spaces on Qdrant; see the module docstring for the layouts."""
+
+    def __init__(
+        self,
+        client: AsyncQdrantClient,
+        embedder: ports.Embedder,
+        *,
+        layout: str = "per_space",
+        prefix: str = "lm",
+        owns_client: bool = False,
+    ) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.embedder_name = embedder.name
+        self.shared = layout == "shared"
+        self.layout = layout
+        self.prefix = prefix
+        self._owns_client = owns_client
+        #: collection name → its livememory metadata, for collections known to exist
+        self._known: dict[str, dict[str, Any]] = {}
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        embedder: ports.Embedder,
+        *,
+        location: str | None = None,
+        client: AsyncQdrantClient | None = None,
+    ) -> QdrantSpaces:
+        if not embedder.dim:  # an Ollama embedder that has not embedded anything yet
+            await embedder.embed(["dimension probe"])
+        owns = client is None
+        client = client or make_client(settings, location)
+        self = cls(
+            client,
+            embedder,
+            layout=settings.qdrant.layout,
+            prefix=settings.qdrant.collection_prefix,
+            owns_client=owns,
+        )
+        try:
+            await self._check_manifest(settings)
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self.client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- collections ---------------------------------------------------------------------------
+
+    def collection(self, space: str) -> str:
+        if self.shared:
+            return spaces_module.shared_collection(self.prefix, space)
+        return spaces_module.space_collection(self.prefix, space)
+
+    async def _check_manifest(self, settings: Settings) -> None:
+        name = spaces_module.manifest_collection(self.prefix)
+        attempts = 1 if settings.qdrant_url is None else settings.qdrant.connect_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                with wrap_errors("open"):
+                    await self._ensure(name, space=None, create=True, vector_size=1)
+                return
+            except errors.StoreUnavailable:
+                if attempt == attempts:
+                    raise
+                logger.warning("Qdrant not reachable, %d attempt(s) left", attempts - attempt)
+                await asyncio.sleep(settings.qdrant.connect_retry_seconds)
+
+    async def _ensure(
+        self, name: str, *, space: str | None, create: bool, vector_size: int | None = None
+    ) -> bool:
+        """Whether collection ``name`` exists (creating it when asked), its embedder checked."""
+        if name in self._known:
+            return True
+        async with self._lock:
+            if name in self._known:
+                return True
+            if not await self.client.collection_exists(name):
+                if not create:
+                    return False
+                await self._create(name, space, vector_size or self.embedder.dim)
+            info = await self.client.get_collection(name)
+            recorded = (info.config.metadata or {}).get(META_KEY)
+            spaces_module.check_embedder(recorded, self.embedder, name)
+            self._known[name] = dict(recorded or {})
+        return True
+
+    async def _create(self, name: str, space: str | None, size: int) -> None:
+        extra: dict[str, Any] = {"layout": self.layout}
+        if space is not None and not self.shared:
+            extra["space"] = space
+        metadata = {META_KEY: spaces_module.embedder_metadata(self.embedder, **extra)}
+        try:
+            await self.client.create_collection(
+                name,
+                vectors_config=qm.VectorParams(size=size, distance=qm.Distance.COSINE),
+                metadata=metadata,
+            )
+        except (ValueError, qdrant_exceptions.UnexpectedResponse) as exc:
+            if not await self.client.collection_exists(name):  # not a lost creation race
+                raise
+            logger.debug("collection %s created concurrently (%s)", name, exc)
+            return
+        if space is not None:
+            await self._index(name)
+        logger.info("created Qdrant collection %s", name, extra={"action": "collection_created"})
+
+    async def _index(self, name: str) -> None:
+        """Payload indexes (used by a server; local mode ignores them and warns once)."""
+        fields: builtins.list[tuple[str, qm.KeywordIndexParams]] = [
+            ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
+            ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
+        ]
+        if self.shared:
+            fields.append(
+                (
+                    spaces_module.TENANT_KEY,
+                    qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True),
+                )
+            )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect")
+            for field, schema in fields:
+                await self.client.create_payload_index(name, field, field_schema=schema)
+
+    async def _managed(self) -> builtins.list[str]:
+        """Names of the existing memory collections of this prefix and layout."""
+        with wrap_errors("list collections"):
+            listed = await self.client.get_collections()
+            names = sorted(c.name for c in listed.collections)
+            start = f"{self.prefix}_shared_" if self.shared else f"{self.prefix}_"
+            result = []
+            for name in names:
+                if not name.startswith(start) or name == spaces_module.manifest_collection(
+                    self.prefix
+                ):
+                    continue
+                if not self.shared and name.startswith(f"{self.prefix}_shared_"):
+                    continue
+                await self._ensure(name, space=None, create=False)
+                if self._known.get(name, {}).get("layout") == self.layout:
+                    result.append(name)
+        return result
+
+    # -- writes --------------------------------------------------------------------------------
+
+    async def upsert(self, records: Sequence[models.MemoryRecord]) -> None:
+        for record in records:
+            spaces_module.validate_record(record)
+        if not records:
+            return
+        vectors = await self.embedder.embed([r.text for r in records])
+        groups: dict[str, list[tuple[models.MemoryRecord, list[float]]]] = {}
+        for record, vector in zip(records, vectors, strict=True):
+            groups.setdefault(record.space, []).append((record, vector))
+        for space, group in groups.items():
+            try:
+                with wrap_errors("upsert"):
+                    await self._upsert_space(space, group)
+            except CollectionGone:  # dropped by another process: create it again
+                self._known.pop(self.collection(space), None)
+                with wrap_errors("upsert"):
+                    await self._upsert_space(space, group)
+
+    async def _upsert_space(
+        self, space: str, group: Sequence[tuple[models.MemoryRecord, list[float]]]
+    ) -> None:
+        name = self.collection(space)
+        await self._ensure(name, space=space, create=True)
+        corrects = {r.corrects: r.id for r, _ in group if r.corrects}
+        ids = {r.id for r, _ in group} | set(corrects)
+        existing = {
+            str(p.id): p.payload or {}
+            for p in await self.client.retrieve(name, ids=sorted(ids), with_payload=True)
+        }
+        points = []
+        for record, vector in group:
+            payload = spaces_module.to_payload(record)
+            old = existing.get(record.id, {})
+            marker = corrects.get(record.id) or (
+                old.get(spaces_module.CORRECTED_BY_KEY) if old.get("space") == space else None
+            )
+            payload[spaces_module.CORRECTED_BY_KEY] = marker
+            if self.shared:
+                payload[spaces_module.TENANT_KEY] = space
+            points.append(qm.PointStruct(id=record.id, vector=vector, payload=payload))
+        await self.client.upsert(name, points=points, wait=True)
+        in_group = {r.id for r, _ in group}
+        for target, correction in corrects.items():
+            if target not in in_group and existing.get(target, {}).get("space") == space:
+                await self.client.set_payload(
+                    name, payload={spaces_module.CORRECTED_BY_KEY: correction}, points=[target]
+                )
+
+    async def delete(self, space: str, ids: Sequence[str]) -> int:
+        found = await self.get(space, ids)
+
+        async def delete(name: str) -> int:
+            selector = qm.PointIdsList(points=[r.id for r in found])
+            await self.client.delete(name, points_selector=selector, wait=True)
+            return len(found)
+
+        return await self._read(space, "delete", delete, 0) if found else 0
+
+    async def delete_turn(self, turn_id: str) -> int:
+        condition = qm.FieldCondition(key="turn_id", match=qm.MatchValue(value=turn_id))
+        total = 0
+        for name in await self._managed():
+            with self._skip_gone(name), wrap_errors("delete turn"):
+                found = (await self.client.count(name, count_filter=_filter([condition]))).count
+                if found:
+                    await self.client.delete(name, points_selector=_selector([condition]))
+                total += found
+        return total
+
+    async def drop(self, space: str) -> int:
+        held = await self.count(space)
+        name = self.collection(space)
+        with self._skip_gone(name), wrap_errors("drop"):
+            if not self.shared:
+                self._known.pop(name, None)
+                if await self.client.collection_exists(name):
+                    await self.client.delete_collection(name)
+            elif held:
+                await self.client.delete(
+                    name, points_selector=_selector(_scope(space, True)), wait=True
+                )
+        return held
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    async def _read(
+        self, space: str, action: str, read: Callable[[str], Awaitable[_T]], empty: _T
+    ) -> _T:
+        """``read(collection)`` with errors translated; ``empty`` when the space has none."""
+        spaces_module.space_kind(space)
+        name = self.collection(space)
+        with wrap_errors(action):
+            if not await self._ensure(name, space=space, create=False):
+                return empty
+        try:
+            with wrap_errors(action):
+                return await read(name)
+        except CollectionGone:  # dropped by another process since this one saw it
+            self._known.pop(name, None)
+            return empty
+
+    @contextlib.contextmanager
+    def _skip_gone(self, name: str) -> Iterator[None]:
+        try:
+            yield
+        except CollectionGone:
+            self._known.pop(name, None)
+
+    async def get(self, space: str, ids: Sequence[str]) -> builtins.list[models.MemoryRecord]:
+        wanted = [i for i in dict.fromkeys(ids) if spaces_module.is_memory_id(i)]
+
+        async def get(name: str) -> builtins.list[models.MemoryRecord]:
+            points = await self.client.retrieve(name, ids=wanted, with_payload=True)
+            by_id = {str(p.id): p.payload or {} for p in points}
+            return [
+                spaces_module.from_payload(by_id[i])
+                for i in wanted
+                if i in by_id and by_id[i].get("space") == space
+            ]
+
+        if not wanted:
+            spaces_module.space_kind(space)
+            return []
+        return await self._read(space, "get", get, [])
+
+    async def list(self, space: str, *, limit: int = 1000) -> builtins.list[models.MemoryRecord]:
+        async def scroll(name: str) -> builtins.list[models.MemoryRecord]:
+            records: builtins.list[models.MemoryRecord] = []
+            offset: Any = None
+            while len(records) < limit:
+                points, offset = await self.client.scroll(
+                    name,
+                    scroll_filter=_filter(_scope(space, self.shared)),
+                    limit=min(_PAGE, limit - len(records)),
+                    offset=offset,
+                    with_payload=True,
+                )
+                records.extend(spaces_module.from_payload(p.payload or {}) for p in points)
+                if offset is None:
+                    break
+            return sorted(records, key=lambda r: (r.created_at, r.id))
+
+        return await self._read(space, "list", scroll, [])
+
+    async def find(self, memory_id: str) -> models.MemoryRecord | None:
+        if not spaces_module.is_memory_id(memory_id):
+            return None
+        for name in await self._managed():
+            with self._skip_gone(name), wrap_errors("find"):
+                points = await self.client.retrieve(name, ids=[memory_id], with_payload=True)
+                if points:
+                    return spaces_module.from_payload(points[0].payload or {})
+        return None
+
+    async def count(self, space: str) -> int:
+        async def count(name: str) -> int:
+            scope = _filter(_scope(space, self.shared))
+            return (await self.client.count(name, count_filter=scope, exact=True)).count
+
+        return await self._read(space, "count", count, 0)
+
+    async def spaces(self) -> builtins.list[str]:
+        found: set[str] = set()
+        for name in await self._managed():
+            with self._skip_gone(name), wrap_errors("spaces"):
+                if self.shared:
+                    facets = await self.client.facet(
+                        name, key=spaces_module.TENANT_KEY, limit=1_000_000, exact=True
+                    )
+                    found.update(str(hit.value) for hit in facets.hits if hit.count)
+                elif (await self.client.count(name, exact=True)).count:
+                    found.add(self._known[name]["space"])
+        return sorted(found)
+
+    async def search(
+        self,
+        space: str,
+        query: str,
+        *,
+        limit: int = 5,
+        kinds: Collection[models.MemoryKind] | None = None,
+    ) -> builtins.list[models.MemoryHit]:
+        """Dense search plus corrections and the lexical signal (see ``spaces.rank``).
+
+        Per-space layout in local mode: an unfiltered search (~1 ms for 1k points); only when
+        ``kinds`` are rare among the top candidates does a kind-filtered search follow (tens of ms
+        for 1k points in local mode, where filters are checked in Python).
+        """
+
+        async def search(name: str) -> builtins.list[models.MemoryHit]:
+            [vector] = await self.embedder.embed([query])
+            fetch = spaces_module.fetch_size(limit)
+            scope = _scope(space, self.shared)
+            candidates = await self._query(name, vector, fetch, scope)
+            if kinds is not None and len(candidates) == fetch:
+                matching = [c for c in candidates if c.record.kind in kinds]
+                if len(matching) < limit:  # rare kinds deeper down: ask the store to filter
+                    kind_filter = qm.FieldCondition(
+                        key="kind", match=qm.MatchAny(any=[k.value for k in kinds])
+                    )
+                    candidates += await self._query(name, vector, fetch, [*scope, kind_filter])
+            corrections = await self._corrections(name, space, candidates)
+            return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
+
+        if limit <= 0:
+            spaces_module.space_kind(space)
+            return []
+        return await self._read(space, "search", search, [])
+
+    async def _query(
+        self,
+        name: str,
+        vector: builtins.list[float],
+        fetch: int,
+        conditions: Sequence[qm.Condition],
+    ) -> builtins.list[spaces_module.Candidate]:
+        response = await self.client.query_points(
+            name,
+            query=vector,
+            limit=fetch,
+            query_filter=_filter(conditions),
+            with_payload=True,
+        )
+        return [
+            spaces_module.Candidate(
+                record=spaces_module.from_payload(p.payload or {}),
+                score=p.score,
+                corrected_by=(p.payload or {}).get(spaces_module.CORRECTED_BY_KEY),
+            )
+            for p in response.points
+        ]
+
+    async def _corrections(
+        self, name: str, space: str, candidates: Sequence[spaces_module.Candidate]
+    ) -> dict[str, models.MemoryRecord]:
+        """The corrections named by the candidates' marks that still exist in ``space``."""
+        wanted = {c.corrected_by for c in candidates if c.corrected_by}
+        if not wanted:
+            return {}
+        present = {c.record.id: c.record for c in candidates if c.record.id in wanted}
+        missing = sorted(wanted - set(present))
+        if missing:
+            points = await self.client.retrieve(name, ids=missing, with_payload=True)
+            for point in points:
+                record = spaces_module.from_payload(point.payload or {})
+                if record.space == space:
+                    present[record.id] = record
+        return present

@@ -1,0 +1,376 @@
+"""Consolidation: a finished turn becomes memory (the ``consolidate_turn`` job handler).
+
+Split by author. A viewer's personal space (``identity.personal_key(user_id)``) receives only that
+viewer's own chat messages that pass the noise filter (``memory.noise``) — never the bot's reply,
+other viewers' messages, known bot accounts, commands or platform events — and the viewer's profile is
+updated from them. The stream's episodic space (``identity.episodic_key(stream)``) receives one
+document per turn: the public messages (``login: text``), participants, timestamps and the bot's reply
+(``extra["reply"]``). Consolidation never writes the lore space.
+
+Skipped: paused streams (nothing written), forgotten turns, forgotten memories, a forgotten viewer's
+messages up to the time they were forgotten, redacted messages, and the viewers the turn's ingestion
+barrier excludes (no personal memory, no profile update; the episodic record stays).
+
+Idempotent: point ids are uuid5 of turn id + author + kind (+ message id), so a retried job replaces
+the same points. With ``settings.ollama.extract_facts`` and a chat model, a viewer's kept statements
+are also condensed into ``FACT`` memories (``memory.facts``); the raw memories stay either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memory import barrier, errors, facts, identity, models, noise, sql
+from memory import profile as profile_module
+from memory.adapters import postgres
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from datetime import datetime
+
+    import asyncpg
+
+    from config.settings import Settings
+    from memory import jobs, ports
+
+logger = logging.getLogger(__name__)
+
+#: the job kind this module handles
+JOB_KIND = "consolidate_turn"
+#: namespace of memory point ids
+POINT_NAMESPACE = uuid.UUID("5b0f2f4e-63a4-4f53-9a52-6d656d6f7279")
+
+
+def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
+    """The deterministic id of a memory: uuid5 of turn id + author + kind (+ message id or part)."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{turn_id}\x1f{author}\x1f{kind}\x1f{part}"))
+
+
+class BarrierSource(Protocol):
+    """Which viewers a turn's ingestion barrier keeps out of personal memory."""
+
+    async def excluded(self, turn_id: str) -> barrier.BarrierDecision: ...
+
+
+class NoBarrier:
+    """No barrier: every eligible viewer is ingested."""
+
+    async def excluded(self, turn_id: str) -> barrier.BarrierDecision:
+        return barrier.NO_BARRIER
+
+
+class StateBarrier:
+    """The barrier recorded by the tool runner (issue 6) in ``turn_barriers``."""
+
+    def __init__(self, db: postgres.Database) -> None:
+        self.db = db
+
+    async def excluded(self, turn_id: str) -> barrier.BarrierDecision:
+        return await barrier.barrier_for_turn(self.db, turn_id)
+
+
+class CacheInvalidator(Protocol):
+    """Drops what the retrieval caches hold about a viewer (the retriever implements it)."""
+
+    async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> object: ...
+
+
+class NoCache:
+    async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """What consolidating one turn did."""
+
+    turn_id: str
+    stream: str
+    #: personal memories written (raw statements)
+    personal: int = 0
+    #: condensed facts written
+    facts: int = 0
+    #: episodic documents written (0 or 1)
+    episodic: int = 0
+    #: user ids whose personal space or profile changed
+    viewers: tuple[str, ...] = ()
+    #: message id → why it did not become a personal memory
+    dropped: Mapping[str, str] = field(default_factory=dict)
+    #: why the whole turn was skipped (``paused``, ``forgotten``), else None
+    skipped: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    event: models.ChatEvent
+    redacted: bool
+
+
+def _event(row: asyncpg.Record) -> _Message:
+    event = models.ChatEvent(
+        id=row["id"],
+        stream=row["stream"],
+        user_id=row["user_id"],
+        login=row["login"],
+        name=row["display_name"],
+        badges=tuple(row["badges"]),
+        text=row["text"],
+        ts=row["ts"],
+        kind=models.EventKind(row["kind"]),
+        event=row["event"],
+        reply_to=row["reply_to"],
+    )
+    return _Message(event=event, redacted=bool(row["redacted"]))
+
+
+def bot_logins(settings: Settings) -> frozenset[str]:
+    """Normalized logins whose messages never become memory: known bots and the bot itself."""
+    names = [*settings.memory.known_bots, settings.bot_name]
+    return frozenset(identity.normalize_login(name) for name in names if name)
+
+
+class Consolidator:
+    """Turns a finished turn into personal memories, profile facts and an episodic document."""
+
+    def __init__(
+        self,
+        db: postgres.Database,
+        spaces: ports.MemorySpaces,
+        settings: Settings,
+        *,
+        profiles: profile_module.ProfileStore | None = None,
+        barrier_source: BarrierSource | None = None,
+        invalidator: CacheInvalidator | None = None,
+        model: ports.ChatModel | None = None,
+    ) -> None:
+        self.db = db
+        self.spaces = spaces
+        self.settings = settings
+        self.profiles = profiles or profile_module.ProfileStore(db)
+        self.barrier = barrier_source or NoBarrier()
+        self.invalidator = invalidator or NoCache()
+        self.model = model if settings.ollama.extract_facts else None
+        self.bots = bot_logins(settings)
+        self.bot_ids = frozenset(filter(None, [settings.twitch.bot_id]))
+
+    def is_bot(self, event: models.ChatEvent) -> bool:
+        return event.user_id in self.bot_ids or identity.normalize_login(event.login) in self.bots
+
+    async def consolidate(self, turn_id: str) -> Result:
+        """Consolidate one turn; safe to run again (same ids, no duplicates)."""
+        with postgres.wrap_errors("read turn"):
+            turn = await self.db.pool.fetchrow(sql.queries["transcript_get_turn"], turn_id)
+            if turn is None:
+                raise errors.JobValidationError(f"unknown turn {turn_id!r}", turn_id=turn_id)
+            stream = turn["stream"]
+            if await self.db.pool.fetchval(sql.queries["memory_stream_paused"], stream):
+                logger.info("stream %s is paused: turn %s not consolidated", stream, turn_id)
+                return Result(turn_id=turn_id, stream=stream, skipped="paused")
+            rows = await self.db.pool.fetch(
+                sql.queries["memory_turn_messages"], list(turn["message_ids"])
+            )
+        messages = [_event(row) for row in rows]
+        tombstones = await self._tombstones(turn_id, [m.event for m in messages])
+        if ("turn", turn_id) in tombstones:
+            return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
+        public = [
+            m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
+        ]
+        decision = await self.barrier.excluded(turn_id)
+        personal, dropped = self._personal(turn_id, public, decision)
+        personal = [r for r in personal if ("memory", r.id) not in tombstones]
+        episode = self._episode(turn_id, stream, public, turn["reply"], turn["reply_ts"])
+        condensed = await self._facts(turn_id, personal)
+        records = [*personal, *condensed, *([episode] if episode else [])]
+        if records:
+            await self.spaces.upsert(records)
+        await self.profiles.apply_memories(personal)
+        viewers = tuple(sorted({r.user_id for r in [*personal, *condensed] if r.user_id}))
+        for user_id in viewers:
+            await self.invalidator.invalidate_viewer(user_id)
+        result = Result(
+            turn_id=turn_id,
+            stream=stream,
+            personal=len(personal),
+            facts=len(condensed),
+            episodic=1 if episode else 0,
+            viewers=viewers,
+            dropped=dropped,
+        )
+        logger.info(
+            "turn %s consolidated: %d personal, %d facts, %d episodic, %d dropped",
+            turn_id,
+            result.personal,
+            result.facts,
+            result.episodic,
+            len(dropped),
+            extra={"action": "consolidated"},
+        )
+        return result
+
+    async def _tombstones(
+        self, turn_id: str, events: Sequence[models.ChatEvent]
+    ) -> dict[tuple[str, str], datetime | None]:
+        ids = [point_id(turn_id, e.user_id, models.MemoryKind.PERSONAL, e.id) for e in events]
+        with postgres.wrap_errors("read tombstones"):
+            rows = await self.db.pool.fetch(
+                sql.queries["memory_tombstones_for_turn"],
+                turn_id,
+                ids,
+                sorted({e.user_id for e in events}),
+            )
+        return {(row["kind"], row["target"]): row["until_ts"] for row in rows}
+
+    @staticmethod
+    def _forgotten(
+        message: _Message, tombstones: Mapping[tuple[str, str], datetime | None]
+    ) -> bool:
+        key = ("viewer", message.event.user_id)
+        if key not in tombstones:
+            return False
+        until = tombstones[key]
+        return until is None or message.event.ts <= until
+
+    def _personal(
+        self,
+        turn_id: str,
+        events: Sequence[models.ChatEvent],
+        decision: barrier.BarrierDecision,
+    ) -> tuple[list[models.MemoryRecord], dict[str, str]]:
+        records: list[models.MemoryRecord] = []
+        dropped: dict[str, str] = {}
+        for event in events:
+            reason = self._ineligible(event, decision)
+            if reason is None:
+                verdict = noise.classify(event.text)
+                reason = None if verdict.keep else verdict.reason
+            if reason is not None:
+                dropped[event.id] = reason
+                continue
+            records.append(personal_record(turn_id, event))
+        return records, dropped
+
+    def _ineligible(self, event: models.ChatEvent, decision: barrier.BarrierDecision) -> str | None:
+        if event.kind is models.EventKind.EVENT:
+            return "platform_event"
+        if event.is_command or event.text.lstrip().startswith("!"):
+            return noise.COMMAND
+        if self.is_bot(event):
+            return "bot"
+        if decision.excludes(event.user_id):
+            return "barrier"
+        return None
+
+    def _episode(
+        self,
+        turn_id: str,
+        stream: str,
+        events: Sequence[models.ChatEvent],
+        reply: str | None,
+        reply_ts: datetime | None,
+    ) -> models.MemoryRecord | None:
+        shown = [
+            e
+            for e in events
+            if not e.is_command and not e.text.lstrip().startswith("!") and not self.is_bot(e)
+        ]
+        if not shown:
+            return None
+        return episode_record(turn_id, stream, shown, reply=reply, reply_ts=reply_ts)
+
+    async def _facts(
+        self, turn_id: str, personal: Sequence[models.MemoryRecord]
+    ) -> list[models.MemoryRecord]:
+        if self.model is None or not personal:
+            return []
+        condensed: list[models.MemoryRecord] = []
+        for user_id in sorted({r.user_id for r in personal if r.user_id}):
+            own = [r for r in personal if r.user_id == user_id]
+            condensed.extend(await facts.condense(self.model, turn_id, own))
+        return condensed
+
+
+def personal_record(turn_id: str, event: models.ChatEvent) -> models.MemoryRecord:
+    """A viewer's own statement as a personal memory, with its provenance."""
+    return models.MemoryRecord(
+        id=point_id(turn_id, event.user_id, models.MemoryKind.PERSONAL, event.id),
+        space=identity.personal_key(event.user_id),
+        kind=models.MemoryKind.PERSONAL,
+        text=event.text,
+        user_id=event.user_id,
+        login=identity.normalize_login(event.login),
+        stream=event.stream,
+        turn_id=turn_id,
+        origin_message_ids=(event.id,),
+        participants=(event.user_id,),
+        first_ts=event.ts,
+        last_ts=event.ts,
+    )
+
+
+def episode_line(message: Mapping[str, Any]) -> str:
+    if message.get("kind") == models.EventKind.EVENT.value:
+        return f"{message['login']} [{message.get('event') or 'event'}]: {message['text']}".rstrip()
+    return f"{message['login']}: {message['text']}"
+
+
+def episode_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    return "\n".join(episode_line(m) for m in messages)
+
+
+def episode_record(
+    turn_id: str,
+    stream: str,
+    events: Sequence[models.ChatEvent],
+    *,
+    reply: str | None,
+    reply_ts: datetime | None,
+) -> models.MemoryRecord:
+    """The public record of one turn: its messages, participants, timestamps and the bot's reply."""
+    messages = [
+        {
+            "id": e.id,
+            "user_id": e.user_id,
+            "login": identity.normalize_login(e.login),
+            "text": e.text,
+            "ts": e.ts.isoformat(),
+            "kind": e.kind.value,
+            "event": e.event,
+        }
+        for e in events
+    ]
+    return models.MemoryRecord(
+        id=point_id(turn_id, "stream", models.MemoryKind.EPISODIC),
+        space=identity.episodic_key(stream),
+        kind=models.MemoryKind.EPISODIC,
+        text=episode_text(messages),
+        stream=stream,
+        turn_id=turn_id,
+        origin_message_ids=tuple(e.id for e in events),
+        participants=tuple(dict.fromkeys(e.user_id for e in events)),
+        first_ts=events[0].ts,
+        last_ts=events[-1].ts,
+        extra={
+            "reply": reply,
+            "reply_ts": reply_ts.isoformat() if reply_ts else None,
+            "messages": messages,
+        },
+    )
+
+
+def make_handler(consolidator: Consolidator) -> Callable[[jobs.Job], Awaitable[None]]:
+    """The ``consolidate_turn`` job handler: ``payload == {"turn_id": ..., "stream": ...}``."""
+
+    async def handle(job: jobs.Job) -> None:
+        payload = job.payload
+        turn_id = payload.get("turn_id") if isinstance(payload, dict) else None
+        if not isinstance(turn_id, str) or not turn_id:
+            raise errors.JobValidationError(
+                f"consolidate_turn payload without a turn id: {payload!r}"
+            )
+        await consolidator.consolidate(turn_id)
+
+    return handle

@@ -1,0 +1,229 @@
+"""Context assembly: recall outcomes + working history → one small, sectioned memory block.
+
+Steps: normalize (case, punctuation, whitespace, accents) and deduplicate across sources; drop what the
+working history already shows; drop recall items that repeat a profile fact of the same viewer; cap
+the block by a token budget; render labelled sections with every item attributed by login. When a
+viewer explicitly asked what the bot remembers, the block says so if the data is unavailable or if
+nothing is stored, so the model admits it instead of inventing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memory import models
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+RULE_LINE = (
+    "Recent chat beats these older memories when they disagree; channel state is canonical and "
+    "beats both. Each line names the viewer it is about; do not mix viewers up."
+)
+#: section titles by source kind, in prompt order
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("profile", "Relevant viewer profile"),
+    ("recall", "Targeted memory recall"),
+    ("episodic", "Earlier in this stream"),
+    ("lore", "Lore"),
+    ("state", "Channel state (canonical)"),
+)
+#: which kinds get the budget first (state is canonical, episodic/lore are nice to have)
+PRIORITY = ("state", "profile", "recall", "episodic", "lore")
+#: one item never takes more than this many characters of the block
+MAX_ITEM_CHARS = 300
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def normalize(text: str) -> str:
+    """Casefolded, accent-free words separated by single spaces (punctuation and emoji dropped).
+
+    >>> normalize("  I'm   a Graphic-Designer!! ")
+    'i m a graphic designer'
+    """
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return " ".join(_WORD.findall(folded))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceOutcome:
+    """What one planned source gave: items, or the reason it failed."""
+
+    source: models.PlannedSource
+    items: tuple[models.RecallItem, ...] = ()
+    degraded: models.Degraded | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assembled:
+    #: the items shown in the block, in prompt order
+    items: list[models.RecallItem] = field(default_factory=list)
+    block: str = ""
+    tokens_estimate: int = 0
+
+
+def _history_view(history: Sequence[models.HistoryItem]) -> tuple[set[str], str]:
+    ids = {item.message_id for item in history if item.message_id}
+    text = " \n ".join(normalize(item.text) for item in history if item.text)
+    return ids, f" {text} "
+
+
+def _shown_by_history(item: models.RecallItem, ids: set[str], history_text: str) -> bool:
+    """The working history already shows this memory (its messages or its words)."""
+    if item.origin_message_ids and set(item.origin_message_ids) <= ids:
+        return True
+    norm = normalize(item.text)
+    return len(norm) >= 8 and f" {norm} " in history_text
+
+
+def _overlaps(norm: str, other: str) -> bool:
+    if norm == other:
+        return True
+    shorter, longer = sorted((norm, other), key=len)
+    if len(shorter) >= 12 and f" {shorter} " in f" {longer} ":
+        return True
+    a, b = set(norm.split()), set(other.split())
+    return len(a) >= 3 and len(b) >= 3 and len(a & b) / len(a | b) >= 0.8
+
+
+def _clean(text: str) -> str:
+    """One line, no markdown headings a memory could use to pose as a section."""
+    line = " ".join(text.split()).lstrip("#").strip()
+    if len(line) > MAX_ITEM_CHARS:
+        line = line[: MAX_ITEM_CHARS - 1].rstrip() + "…"
+    return line
+
+
+def _label(item: models.RecallItem) -> str:
+    if item.viewer:
+        return item.viewer
+    return {"episodic": "stream", "lore": "lore", "state": "channel"}.get(item.source, item.source)
+
+
+def _line(item: models.RecallItem) -> str:
+    return f"- [{_label(item)}] {_clean(item.text)}"
+
+
+def _select(
+    outcomes: Sequence[SourceOutcome], history: Sequence[models.HistoryItem]
+) -> list[models.RecallItem]:
+    """Deduplicated items, best first within a kind, none the history already shows."""
+    ids, history_text = _history_view(history)
+    by_kind: dict[str, list[models.RecallItem]] = {kind: [] for kind in PRIORITY}
+    for outcome in outcomes:
+        by_kind.setdefault(outcome.source.kind, []).extend(outcome.items)
+    kept: list[models.RecallItem] = []
+    seen: list[tuple[str | None, str, str]] = []  # (viewer, kind, normalized text)
+    seen_ids: set[str] = set()
+    for kind in PRIORITY + tuple(k for k in by_kind if k not in PRIORITY):
+        for item in sorted(by_kind.get(kind, ()), key=lambda i: -i.score):
+            norm = normalize(item.text)
+            if not norm or item.memory_id in seen_ids or _shown_by_history(item, ids, history_text):
+                continue
+            if any(_duplicate(item, norm, other) for other in seen):
+                continue
+            seen.append((item.viewer, item.source, norm))
+            seen_ids.add(item.memory_id)
+            kept.append(item)
+    return kept
+
+
+def _duplicate(item: models.RecallItem, norm: str, other: tuple[str | None, str, str]) -> bool:
+    viewer, kind, other_norm = other
+    if norm == other_norm:
+        return True
+    # a recall item that repeats a profile fact of the same viewer adds nothing
+    return (
+        item.source == "recall"
+        and kind == "profile"
+        and viewer == item.viewer
+        and (_overlaps(norm, other_norm))
+    )
+
+
+def _notices(outcomes: Sequence[SourceOutcome]) -> dict[str, list[str]]:
+    """Lines for viewers who explicitly asked: data unavailable, partly unavailable, or nothing stored."""
+    per_viewer: dict[str, list[SourceOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.source.explicit and outcome.source.viewer:
+            per_viewer.setdefault(outcome.source.viewer, []).append(outcome)
+    notices: dict[str, list[str]] = {}
+    for viewer, group in per_viewer.items():
+        failed = [o for o in group if o.degraded is not None]
+        found = sum(len(o.items) for o in group if o.degraded is None)
+        kind = "recall" if any(o.source.kind == "recall" for o in group) else group[0].source.kind
+        if failed and not found:
+            text = (
+                f"Memory about {viewer} is unavailable right now (retrieval failed). Say you "
+                "cannot recall it at the moment; do not guess or invent anything about them."
+            )
+        elif failed:
+            text = (
+                f"Part of the memory about {viewer} could not be loaded; say only what is listed "
+                "here and do not invent the rest."
+            )
+        elif not found:
+            text = f"Nothing is stored about {viewer} yet. Say so honestly; do not invent memories."
+        else:
+            continue
+        notices.setdefault(kind, []).append(f"- [{viewer}] {text}")
+    return notices
+
+
+def assemble(
+    outcomes: Sequence[SourceOutcome],
+    history: Sequence[models.HistoryItem],
+    *,
+    token_budget: int,
+) -> Assembled:
+    """Build the memory block from the sources' outcomes (see the module docstring)."""
+    notices = _notices(outcomes)
+    candidates = _select(outcomes, history)
+    used = models.estimate_tokens(RULE_LINE) + sum(
+        models.estimate_tokens(line) for lines in notices.values() for line in lines
+    )
+    kinds_used = set(notices)
+    chosen: list[models.RecallItem] = []
+    for item in candidates:
+        cost = models.estimate_tokens(_line(item))
+        if item.source not in kinds_used:
+            cost += models.estimate_tokens(_title(item.source))
+        if used + cost > token_budget:
+            continue
+        used += cost
+        kinds_used.add(item.source)
+        chosen.append(item)
+    if not chosen and not notices:
+        return Assembled()
+    ordered, block = _render(chosen, notices)
+    return Assembled(items=ordered, block=block, tokens_estimate=models.estimate_tokens(block))
+
+
+def _title(kind: str) -> str:
+    return f"## {dict(SECTIONS).get(kind, kind.capitalize())}"
+
+
+def _render(
+    chosen: Iterable[models.RecallItem], notices: dict[str, list[str]]
+) -> tuple[list[models.RecallItem], str]:
+    by_kind: dict[str, list[models.RecallItem]] = {}
+    for item in chosen:
+        by_kind.setdefault(item.source, []).append(item)
+    kinds = [kind for kind, _ in SECTIONS]
+    kinds += sorted(k for k in {*by_kind, *notices} if k not in kinds)
+    lines = [RULE_LINE]
+    ordered: list[models.RecallItem] = []
+    for kind in kinds:
+        items, extra = by_kind.get(kind, []), notices.get(kind, [])
+        if not items and not extra:
+            continue
+        lines.append(_title(kind))
+        lines.extend(_line(item) for item in items)
+        lines.extend(extra)
+        ordered.extend(items)
+    return ordered, "\n".join(lines)

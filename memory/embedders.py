@@ -1,0 +1,203 @@
+"""Embedders: the built-in offline hashing embedder, and ``build_embedder`` choosing one by settings.
+
+The offline embedder (``offline-hash-v1:384``)
+-----------------------------------------------
+A deterministic, dependency-free embedder that needs no model download: it normalizes the text
+(NFKC, casefold, accents stripped), drops English and Italian stopwords, applies a light suffix
+stemmer ("moved"/"moving"/"move" → "mov", "gatti"/"gatto" → "gatt"), then hashes word unigrams,
+word bigrams and character trigrams into 384 signed buckets and L2-normalizes the result. Cosine
+similarity between two vectors is therefore a weighted measure of *shared words and word pieces*.
+It is good for: tests and CI (same input, same vector, on every machine), a bot that runs with no
+Ollama at all, and recalling memories that reuse the query's words, names or their inflections
+("Turin" finds "I moved to Turin", "designer" finds "graphic designer", small typos still share
+trigrams). It is **not** semantic: it does not know that "job" and "work", "cat" and "kitten", or
+"Rome" and "Roma" mean related things, it does not translate between English and Italian, and it
+ranks long documents that share many common words above short precise ones less well than a
+trained model. For real deployments use an Ollama embedding model (``all-minilm``,
+``nomic-embed-text``) or the optional MiniLM extra; the vectors of different embedders never mix
+(each collection records which embedder made it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import itertools
+import logging
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memory import errors
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from config.settings import Settings
+    from memory import ports
+
+logger = logging.getLogger(__name__)
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def fold(text: str) -> str:
+    """NFKC, casefold, accents stripped ("Città" → "citta")."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+_ENGLISH_STOPWORDS = (
+    "a an the and or but if then so of to in on at by for with from into onto about as is am are "
+    "was were be been being do does did have has had having i me my mine myself you your yours he "
+    "him his she her hers it its we us our they them their this that these those there here what "
+    "which who whom whose when where why how not no nor just very too also can could will would "
+    "shall should may might must than up down out over again once all any both each few more most "
+    "other some such only own same s t don im ive id youre thats lol yeah yes ok okay oh hey hi "
+)
+_ITALIAN_STOPWORDS = (
+    "il lo la i gli le un uno una di del dello della dei degli delle da dal dallo dalla dai dagli "
+    "dalle in nel nello nella nei negli nelle su sul sullo sulla sui sugli sulle con per tra fra "
+    "e ed o ma se che chi cui non ne ci vi si mi ti lui lei noi voi loro mio mia miei mie tuo tua "
+    "tuoi tue suo sua suoi sue nostro nostra vostro vostra sono sei è e siamo siete era ero erano "
+    "ho hai ha abbiamo avete hanno questo questa questi queste quello quella quelli quelle come "
+    "dove quando anche più molto poi già ancora cosa sì no ciao"
+)
+#: folded, so "è" is "e" and "più" is "piu"
+STOPWORDS = frozenset(fold(w) for w in f"{_ENGLISH_STOPWORDS} {_ITALIAN_STOPWORDS}".split())
+
+_ENGLISH_SUFFIXES = ("ing", "ed", "ly", "s")
+#: feature weights: word unigram, word bigram, character trigram
+UNIGRAM_WEIGHT, BIGRAM_WEIGHT, TRIGRAM_WEIGHT = 1.0, 0.3, 0.5
+
+
+def stem(word: str) -> str:
+    """A light suffix stemmer shared by English and Italian; consistent, not linguistic."""
+    if word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    for suffix in _ENGLISH_SUFFIXES:
+        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if suffix in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running → run, stopped → stop
+            break
+    if len(word) > 3 and word[-1] in "aeio":
+        word = word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Folded word tokens, stopwords included."""
+    return _WORD.findall(fold(text))
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content words (stopwords removed): the lexical terms of a text, in order."""
+    return [stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+@functools.lru_cache(maxsize=262_144)
+def _bucket(feature: str, dim: int) -> tuple[int, float]:
+    digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    return value % dim, (1.0 if value >> 63 else -1.0)
+
+
+def features(text: str) -> list[tuple[str, float]]:
+    """The weighted features of a text: unigrams, bigrams, character trigrams."""
+    tokens = words(text)
+    content = [w for w in tokens if w not in STOPWORDS and len(w) > 1]
+    if not content:  # "who are you?": fall back to the stopwords themselves
+        content = tokens
+    feats: list[tuple[str, float]] = []
+    stems = [stem(w) for w in content]
+    feats.extend((f"w:{s}", UNIGRAM_WEIGHT) for s in stems)
+    feats.extend((f"b:{a}_{b}", BIGRAM_WEIGHT) for a, b in itertools.pairwise(stems))
+    for word in content:
+        padded = f"#{word}#"
+        feats.extend((f"c:{padded[i : i + 3]}", TRIGRAM_WEIGHT) for i in range(len(padded) - 2))
+    if not feats:  # emotes, punctuation only, empty text
+        raw = fold(text).strip() or "\x00empty"
+        feats.extend((f"r:{raw[i : i + 3]}", 1.0) for i in range(max(1, len(raw) - 2)))
+    return feats
+
+
+class OfflineHashEmbedder:
+    """``ports.Embedder``: deterministic feature hashing (see the module docstring)."""
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+        self.name = f"offline-hash-v1:{dim}"
+
+    def vector(self, text: str) -> list[float]:
+        vec = np.zeros(self.dim, dtype=np.float64)
+        for feature, weight in features(text):
+            index, sign = _bucket(feature, self.dim)
+            vec[index] += sign * weight
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:  # every feature cancelled out: any fixed unit vector will do
+            vec[_bucket("\x00zero", self.dim)[0]] = 1.0
+            norm = 1.0
+        return [float(x) for x in vec / norm]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.vector(text) for text in texts]
+
+
+async def build_embedder(settings: Settings) -> ports.Embedder:
+    """The embedder ``settings.memory.embedder`` asks for.
+
+    ``auto``: Ollama when ``/api/tags`` answers within about a second and lists the embedding model,
+    else the offline embedder. ``ollama``: Ollama, failing (``errors.StoreUnavailable`` /
+    ``errors.ModelError``) when it cannot be used. ``minilm``: the optional extra. The choice is
+    logged.
+    """
+    choice = settings.memory.embedder
+    if choice == "offline":
+        embedder: ports.Embedder = OfflineHashEmbedder()
+    elif choice == "minilm":
+        from memory.adapters import minilm
+
+        embedder = await minilm.MiniLMEmbedder.load()
+    elif choice == "ollama":
+        embedder = await _ollama(settings)
+    else:
+        embedder = await _auto(settings)
+    logger.info(
+        "embedder: %s (dim %d, setting %r)",
+        embedder.name,
+        embedder.dim,
+        choice,
+        extra={"action": "embedder_chosen"},
+    )
+    return embedder
+
+
+async def _ollama(settings: Settings) -> ports.Embedder:
+    from memory.adapters import ollama
+
+    embedder = ollama.OllamaEmbedder(settings.ollama_host, settings.ollama.embed_model)
+    await embedder.probe()
+    return embedder
+
+
+async def _auto(settings: Settings) -> ports.Embedder:
+    from memory.adapters import ollama
+
+    host, model = settings.ollama_host, settings.ollama.embed_model
+    try:
+        async with asyncio.timeout(1.0):
+            listed = await ollama.has_model(host, model, request_timeout=1.0)
+    except (TimeoutError, errors.StoreUnavailable, errors.ModelError) as exc:
+        logger.info("Ollama not usable for embeddings at %s (%s): offline embedder", host, exc)
+        return OfflineHashEmbedder()
+    if not listed:
+        logger.info("Ollama at %s has no model %r: offline embedder", host, model)
+        return OfflineHashEmbedder()
+    return await _ollama(settings)

@@ -1,0 +1,181 @@
+"""``python -m memory.eval [quality|ablations|bench|report|baseline] [--quick] [--data-dir DIR]``
+
+- ``quality`` (default): the memory quality metrics on the synthetic stream, LoCoMo and IRC; prints a
+  table. With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
+  above 0 or its recall@5 is below the recorded baseline (``memory/eval/baseline.json``) minus the
+  tolerance, with a ``GATE FAIL:`` line saying which.
+- ``ablations``: the full system against versions each missing one piece (synthetic stream).
+- ``bench``: latency / throughput figures (not a test).
+- ``report``: quality + ablations + bench, written to ``docs/evaluation.md`` with PNG plots.
+- ``baseline``: run the quick quality evaluation and record ``baseline.json``.
+
+Exit codes: 0 done (gate passed), 1 gate failed, 2 the evaluation could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memory import errors
+from memory.eval import REPO_ROOT, ablations, default_data_dir, report, suite
+
+EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
+COMMANDS = ("quality", "ablations", "bench", "report", "baseline")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m memory.eval", description=__doc__.splitlines()[0])
+    p.add_argument("command", nargs="?", default="quality", choices=COMMANDS)
+    p.add_argument("--quick", action="store_true", help="small and fast (CI)")
+    p.add_argument(
+        "--data-dir", type=Path, default=None, help="shared data (default: <repo>/../shared/data)"
+    )
+    p.add_argument(
+        "--sources", default=",".join(suite.SOURCES), help="comma-separated: synthetic,locomo,irc"
+    )
+    p.add_argument(
+        "--system", choices=("full", "naive"), default="full", help="quality: the system evaluated"
+    )
+    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=REPO_ROOT / "docs" / "evaluation.md",
+        help="report: the document",
+    )
+    p.add_argument("--no-bench", action="store_true", help="report: skip the benchmarks")
+    p.add_argument("--no-gate", action="store_true", help="quality --quick: print, never fail")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def command_line(args: argparse.Namespace) -> str:
+    parts = ["python -m memory.eval", args.command]
+    if args.quick:
+        parts.append("--quick")
+    if args.command == "report" and args.no_bench:
+        parts.append("--no-bench")
+    return " ".join(parts)
+
+
+async def quality(args: argparse.Namespace, data_dir: Path) -> int:
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    unknown = set(sources) - set(suite.SOURCES)
+    if unknown:
+        print(f"error: unknown source(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return EXIT_ERROR
+    results, skipped = await suite.run_quality(
+        sources, data_dir, quick=args.quick, system=args.system
+    )
+    print(report.quality_table(results))
+    for source, why in skipped.items():
+        print(f"skipped {source}: {why}")
+    _dump(args.json, {"results": [r.to_json() for r in results], "skipped": skipped})
+    if args.command == "baseline":
+        data = suite.record_baseline(results)
+        print(f"baseline recorded in {suite.BASELINE_PATH}: {json.dumps(data['synthetic'])}")
+        return EXIT_OK
+    if not args.quick or args.no_gate:
+        return EXIT_OK
+    baseline = suite.load_baseline()
+    failures = suite.gate(results, baseline)
+    for line in failures:
+        print(line)
+    if not failures and baseline is None:
+        print("GATE OK: synthetic misattribution 0; recall@5 NOT gated (no baseline.json recorded)")
+    elif not failures:
+        print("GATE OK: synthetic misattribution 0 and recall@5 at or above the recorded baseline")
+    return EXIT_GATE if failures else EXIT_OK
+
+
+async def run_ablations(args: argparse.Namespace) -> list[ablations.Row]:
+    sizes = suite.QUICK if args.quick else suite.FULL
+    names = ablations.QUICK if args.quick else None
+    rows = await ablations.run(suite.synthetic_case(sizes), names=names)
+    print(report.ablation_table(rows))
+    return rows
+
+
+async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
+    from memory.eval import bench
+
+    started = time.perf_counter()
+    results, skipped = await suite.run_quality(list(suite.SOURCES), data_dir, quick=args.quick)
+    naive_results, _ = await suite.run_quality(
+        ["synthetic"], data_dir, quick=args.quick, system="naive"
+    )
+    results += naive_results
+    print(report.quality_table(results))
+    rows = await run_ablations(args)
+    bench_data = None if args.no_bench else await bench.run(data_dir, quick=args.quick)
+    bench_text = bench.text_report(bench_data) if bench_data else ""
+    doc_dir = args.out.parent
+    try:
+        images = report.plots(doc_dir / report.PLOTS_DIR, results, rows, bench_data)
+    except report.PlotsUnavailable as exc:
+        print(f"note: no plots: {exc}", file=sys.stderr)
+        images = []
+    text = report.document(
+        results=results, rows=rows, bench=bench_data, skipped=skipped, embedder=_embedder_name(),
+        command=command_line(args), images=images, doc_dir=doc_dir, bench_text=bench_text,
+    )  # fmt: skip
+    doc_dir.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    _dump(args.json, {"results": [r.to_json() for r in results], "ablations": [r.to_json() for r in rows],
+                      "bench": bench_data, "skipped": skipped})  # fmt: skip
+    print(f"wrote {args.out} ({len(images)} plots) in {time.perf_counter() - started:.0f} s")
+    return EXIT_OK
+
+
+def _embedder_name() -> str:
+    from memory import embedders
+
+    return embedders.OfflineHashEmbedder().name
+
+
+def _dump(path: Path | None, data: dict[str, Any]) -> None:
+    if path is not None:
+        path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+async def _main(args: argparse.Namespace, data_dir: Path) -> int:
+    if args.command in ("quality", "baseline"):
+        if args.command == "baseline":
+            args.quick = True
+        return await quality(args, data_dir)
+    if args.command == "ablations":
+        await run_ablations(args)
+        return EXIT_OK
+    if args.command == "bench":
+        from memory.eval import bench
+
+        data = await bench.run(data_dir, quick=args.quick)
+        print(bench.text_report(data))
+        _dump(args.json, data)
+        return EXIT_OK
+    return await full_report(args, data_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    data_dir = (args.data_dir or default_data_dir()).resolve()
+    try:
+        return asyncio.run(_main(args, data_dir))
+    except errors.MemoryServiceError as exc:
+        print(f"error: the evaluation could not run: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""Replay a stream through the system, probe it, and score the turn reports.
+
+A ``Case`` is a replayable data set (events in time order, probes with gold evidence, the author of
+every message). ``run_full`` replays it through the real system in-process — ``bot.services.lifespan``
+with ``no_llm=True`` and ``bot.session.Replay`` with synchronous consolidation, exactly what
+``python -m bot replay FILE --json --no-llm --sync-consolidation`` does — on embedded defaults in a
+temporary data folder and the offline embedder. ``run_naive`` replays it through the naive reference
+design. ``score`` turns the reports into metrics (``memory.eval.metrics``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory import identity, models
+from memory.eval import locomo, metrics, naive
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from config.settings import Settings
+    from memory.eval import synthetic
+
+logger = logging.getLogger(__name__)
+
+KS = (1, 3, 5, 10)
+#: sources whose items are a viewer's personal memory (attribution is checked on them)
+PERSONAL_SOURCES = frozenset({"profile", "recall"})
+BOT_NAME = "Mnemo"
+#: where nothing listens: the evaluation never calls a model
+DEAD_OLLAMA = "http://127.0.0.1:9"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Probe:
+    message_id: str
+    asker_id: str
+    target_id: str | None
+    evidence_ids: tuple[str, ...]
+    kind: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    name: str
+    events: tuple[models.ChatEvent, ...]
+    probes: tuple[Probe, ...] = ()
+    #: message id → author user id
+    authors: Mapping[str, str] = field(default_factory=dict)
+    #: login → user id
+    logins: Mapping[str, str] = field(default_factory=dict)
+    #: (lore id, text, key phrase)
+    lore: tuple[tuple[str, str, str], ...] = ()
+
+
+def from_synthetic(stream: synthetic.SyntheticStream) -> Case:
+    return Case(
+        name="synthetic",
+        events=stream.events,
+        probes=tuple(
+            Probe(message_id=p.message_id, asker_id=p.asker_id, target_id=p.target_id,
+                  evidence_ids=p.evidence_ids, kind=p.kind.value)
+            for p in stream.probes
+        ),
+        authors=stream.authors,
+        logins=stream.logins,
+        lore=tuple((entry.id, entry.text, entry.key) for entry in stream.lore),
+    )  # fmt: skip
+
+
+def from_locomo(conversations: Sequence[locomo.Conversation], bot_name: str = BOT_NAME) -> Case:
+    events: list[models.ChatEvent] = []
+    probes: list[Probe] = []
+    authors: dict[str, str] = {}
+    logins: dict[str, str] = {locomo.QUIZ_LOGIN: locomo.QUIZ_USER_ID}
+    for conv in conversations:
+        asked = conv.question_events(bot_name)
+        events.extend(conv.events)
+        events.extend(event for _, event in asked)
+        authors.update(conv.authors)
+        authors.update({event.id: event.user_id for _, event in asked})
+        logins.update(conv.logins)
+        probes.extend(
+            Probe(message_id=event.id, asker_id=event.user_id, target_id=q.subject_user_id,
+                  evidence_ids=q.evidence_ids, kind=f"cat{q.category}")
+            for q, event in asked
+        )  # fmt: skip
+    return Case(
+        name="locomo", events=tuple(events), probes=tuple(probes), authors=authors, logins=logins
+    )
+
+
+def from_events(name: str, events: Sequence[models.ChatEvent]) -> Case:
+    """A case without probes (IRC): attribution, latency and prompt size only."""
+    return Case(
+        name=name,
+        events=tuple(events),
+        authors={e.id: e.user_id for e in events},
+        logins={e.login: e.user_id for e in events},
+    )
+
+
+def as_read(event: models.ChatEvent, prefix: str = "!") -> models.ChatEvent:
+    """The event as the transcript reader would give it (``!…`` messages are commands)."""
+    if event.kind is models.EventKind.MESSAGE and event.text.startswith(prefix):
+        return dataclasses.replace(event, kind=models.EventKind.COMMAND)
+    return event
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def eval_settings(
+    data_dir: Path,
+    *,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    database_url: str | None = None,
+    **top: Any,
+) -> Settings:
+    """Settings of an evaluation run: embedded stores in ``data_dir``, the offline embedder, no model.
+
+    ``overrides``: section → field → value (``{"memory": {"max_viewers": 5}}``). Service URLs from
+    the environment are ignored (a run never writes into a real database).
+    """
+    from config import settings as settings_module
+
+    values: dict[str, Any] = {
+        "memory": {"embedder": "offline"},
+        "data_dir": data_dir,
+        "database_url": database_url,
+        "redis_url": None,
+        "qdrant_url": None,
+        "ollama_host": DEAD_OLLAMA,
+        "bot_name": BOT_NAME,
+        **top,
+    }
+    for section, fields in (overrides or {}).items():
+        values.setdefault(section, {}).update(fields)
+    # model_validate: only these values and the defaults; no environment, no .env
+    return settings_module.Settings.model_validate(values)
+
+
+def write_lore(directory: Path, lore: Sequence[tuple[str, str, str]]) -> Path:
+    """Write the case's lore as a lore folder (``memory.lore``'s markdown format); returns it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    sections = [
+        f"## {lore_id.removeprefix('lore-').capitalize()}\n{text}\n" for lore_id, text, _ in lore
+    ]
+    (directory / "eval.md").write_text(
+        "# Evaluation lore\n\n" + "\n".join(sections), encoding="utf-8"
+    )
+    return directory
+
+
+async def _load_lore(services: Any, directory: Path) -> bool:
+    """Load the lore folder into the lore space; False when the services expose no memory spaces."""
+    from memory import lore
+
+    spaces = getattr(services, "spaces", None) or (services.extras or {}).get("spaces")
+    if spaces is None:
+        return False
+    await lore.load(spaces, directory)
+    return True
+
+
+async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
+    """Replay ``case`` through the real system (``--no-llm``, synchronous consolidation)."""
+    from bot import services as services_module
+    from bot import session
+
+    reports: list[models.TurnReport] = []
+
+    async def deliver(report: models.TurnReport) -> None:
+        if report.command is None:
+            reports.append(report)
+
+    async with services_module.lifespan(settings, no_llm=True) as services:
+        if case.lore and not await _load_lore(services, settings.lore_dir):
+            logger.warning("no memory spaces wired: lore probes cannot be answered")
+        runner = session.Replay(
+            services, deliver, commands=services.commands, sync_consolidation=True
+        )
+        prefix = settings.twitch.prefix
+        for event in case.events:
+            await runner.feed(as_read(event, prefix))
+        await runner.finish()
+        await runner.consolidate_now()
+    return reports
+
+
+async def run_full_isolated(
+    case: Case, *, overrides: Mapping[str, Mapping[str, Any]] | None = None, **top: Any
+) -> list[models.TurnReport]:
+    """``run_full`` in a fresh temporary data folder (embedded Postgres and Qdrant), removed after."""
+    with tempfile.TemporaryDirectory(prefix="livememory-eval-") as tmp:
+        if case.lore:
+            top.setdefault("lore_dir", write_lore(Path(tmp) / "lore", case.lore))
+        settings = eval_settings(Path(tmp), overrides=overrides, **top)
+        return await run_full(case, settings)
+
+
+async def run_naive(
+    case: Case, *, limit: int = 5, system_prompt: str = ""
+) -> list[models.TurnReport]:
+    system = naive.NaiveSystem(
+        limit=limit,
+        system_prompt=system_prompt,
+        lore=[(i, t) for i, t, _ in case.lore],
+        bot_name=BOT_NAME,
+    )
+    return await system.replay([as_read(e) for e in case.events])
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class Result:
+    """The metrics of one case under one configuration, plus the raw series for plots."""
+
+    case: str
+    config: str
+    metrics: dict[str, Any]
+    #: memory stage milliseconds per turn
+    latencies_ms: list[float]
+    #: k → mean recall@k
+    recall_curve: dict[int, float | None]
+    #: probe kind → k → mean recall@k
+    recall_by_kind: dict[str, dict[int, float | None]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "config": self.config,
+            "metrics": self.metrics,
+            "latencies_ms": [round(v, 3) for v in self.latencies_ms],
+            "recall_curve": {str(k): v for k, v in self.recall_curve.items()},
+            "recall_by_kind": {
+                kind: {str(k): v for k, v in curve.items()}
+                for kind, curve in self.recall_by_kind.items()
+            },
+        }
+
+
+def item_ids(item: models.RecallItem, lore: Sequence[tuple[str, str, str]]) -> frozenset[str]:
+    """The gold ids an item covers: its origin messages, and the lore entries its text holds."""
+    text = item.text.casefold()
+    matched = {lore_id for lore_id, _, key in lore if key.casefold() in text}
+    return frozenset(item.origin_message_ids) | matched
+
+
+def probe_ranking(
+    probe: Probe, report: models.TurnReport, lore: Sequence[tuple[str, str, str]]
+) -> list[frozenset[str]]:
+    """The items that could answer ``probe``, in prompt order: lore items for lore probes, the
+    other memory items for the rest."""
+    wanted_lore = probe.kind == "lore"
+    return [
+        item_ids(item, lore) for item in report.recall if (item.source == "lore") == wanted_lore
+    ]
+
+
+def _personal(
+    case: Case, reports: Sequence[models.TurnReport]
+) -> list[tuple[str, tuple[str, ...]]]:
+    out = []
+    for report in reports:
+        for item in report.recall:
+            if item.source in PERSONAL_SOURCES and item.viewer is not None:
+                user_id = case.logins.get(
+                    identity.normalize_login(item.viewer), f"login:{item.viewer}"
+                )
+                out.append((user_id, item.origin_message_ids))
+    return out
+
+
+def _naive_tokens(case: Case, reports: Sequence[models.TurnReport]) -> list[int]:
+    position = {event.id: index for index, event in enumerate(case.events)}
+    ends = [max((position.get(m, 0) for m in r.message_ids), default=0) + 1 for r in reports]
+    return metrics.naive_history_tokens([e.text for e in case.events], ends)
+
+
+def _probe_scores(case: Case, reports: Sequence[models.TurnReport]) -> dict[str, Any]:
+    by_message = {mid: report for report in reports for mid in report.message_ids}
+    position = {event.id: index for index, event in enumerate(case.events)}
+    per_probe: list[tuple[Probe, models.TurnReport, list[frozenset[str]]]] = []
+    for probe in case.probes:
+        report = by_message.get(probe.message_id)
+        if report is not None:
+            per_probe.append((probe, report, probe_ranking(probe, report, case.lore)))
+    curve = {
+        k: metrics.mean(metrics.recall_at_k(r, p.evidence_ids, k) for p, _, r in per_probe)
+        for k in KS
+    }
+    kinds = sorted({p.kind for p, _, _ in per_probe})
+    by_kind = {
+        kind: {
+            k: metrics.mean(
+                metrics.recall_at_k(r, p.evidence_ids, k) for p, _, r in per_probe if p.kind == kind
+            )
+            for k in KS
+        }
+        for kind in kinds
+    }
+    relevant: dict[str, set[str]] = {}
+    for probe, report, _ in per_probe:
+        relevant.setdefault(report.turn_id, set()).update(probe.evidence_ids)
+    irrelevant = metrics.Ratio(hits=0, total=0)
+    for report in {r.turn_id: r for _, r, _ in per_probe}.values():
+        items = [item_ids(i, case.lore) for i in report.recall]
+        irrelevant += metrics.irrelevant_share(items, relevant[report.turn_id])
+    episodic = metrics.episodic_recall(
+        (
+            p.evidence_ids,
+            frozenset().union(*ranking) if ranking else frozenset(),
+            _out_of_history(p, report, position),
+        )
+        for p, report, ranking in per_probe
+        if p.kind == "episodic"
+    )
+    planned = metrics.Ratio(
+        hits=sum(
+            1
+            for p, r, _ in per_probe
+            if p.target_id and p.target_id in {v.user_id for v in r.plan.viewers}
+        ),
+        total=sum(1 for p, _, _ in per_probe if p.target_id),
+    )
+    return {
+        "probes": len(case.probes),
+        "probes_answered": len(per_probe),
+        "curve": curve,
+        "by_kind": by_kind,
+        "precision@5": metrics.mean(
+            metrics.precision_at_k(r, p.evidence_ids, 5) for p, _, r in per_probe
+        ),
+        "irrelevant": irrelevant,
+        "episodic": episodic,
+        "target_planned": planned,
+    }
+
+
+def _out_of_history(probe: Probe, report: models.TurnReport, position: Mapping[str, int]) -> bool:
+    """The evidence is surely out of the loaded working history: more chat messages lie between it
+    and the probe than the history held (the history also holds replies, so this is conservative)."""
+    here = position.get(probe.message_id)
+    where = [position[m] for m in probe.evidence_ids if m in position]
+    if here is None or not where:
+        return False
+    return here - max(where) >= report.prompt.messages_in_history
+
+
+def score(
+    case: Case, reports: Sequence[models.TurnReport], *, config: str, budget_ms: float = 1000
+) -> Result:
+    latencies = [r.timings_ms["memory_total"] for r in reports if "memory_total" in r.timings_ms]
+    probes = _probe_scores(case, reports)
+    naive_tokens = _naive_tokens(case, reports)
+    prompt_tokens = [r.prompt.tokens_estimate for r in reports]
+    degradation = metrics.degradation(
+        ((bool(r.degraded), r.timings_ms.get("memory_total")) for r in reports), budget_ms
+    )
+    misattributed = metrics.misattribution(_personal(case, reports), case.authors)
+    latency = metrics.latency(latencies)
+
+    def ratio(value: metrics.Ratio) -> dict[str, Any]:
+        return {"value": value.value, "hits": value.hits, "total": value.total}
+
+    values: dict[str, Any] = {
+        "turns": len(reports),
+        "probes": probes["probes"],
+        "probes_answered": probes["probes_answered"],
+        **{f"recall@{k}": v for k, v in probes["curve"].items()},
+        "precision@5": probes["precision@5"],
+        "misattribution": ratio(misattributed),
+        "irrelevant_share": ratio(probes["irrelevant"]),
+        "episodic_recall": ratio(probes["episodic"]),
+        "target_planned": ratio(probes["target_planned"]),
+        "latency_ms": latency.to_json(),
+        "degraded_turns": ratio(degradation.degraded),
+        "within_budget": ratio(degradation.within_budget),
+        "prompt_tokens": sum(prompt_tokens),
+        "naive_tokens": sum(naive_tokens),
+        "token_ratio": metrics.token_ratio(prompt_tokens, naive_tokens),
+        "recall_items_per_turn": (sum(len(r.recall) for r in reports) / len(reports))
+        if reports
+        else None,
+        "failed_turns": sum(1 for r in reports if r.status is models.TurnStatus.FAILED),
+    }
+    return Result(
+        case=case.name,
+        config=config,
+        metrics=values,
+        latencies_ms=latencies,
+        recall_curve=probes["curve"],
+        recall_by_kind=probes["by_kind"],
+    )

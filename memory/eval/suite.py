@@ -1,0 +1,179 @@
+"""The evaluation runs behind ``python -m memory.eval``: which data, how much, and the CI gate.
+
+Quick mode is small enough for CI (about a minute on 2 cores): a 12-viewer synthetic stream, the
+first sessions of one LoCoMo conversation, a slice of IRC. The full run uses a 40-viewer stream,
+all of LoCoMo (categories 1–4) and the busiest IRC hours.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.eval import harness, irc, locomo, synthetic
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+logger = logging.getLogger(__name__)
+
+BASELINE_PATH = Path(__file__).with_name("baseline.json")
+SOURCES = ("synthetic", "locomo", "irc")
+#: recall@5 may drop this much below the recorded baseline before the gate fails
+DEFAULT_TOLERANCE = 0.02
+SEED = 7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sizes:
+    viewers: int
+    #: noise messages between the opening moments and the rest (pushes them out of the history)
+    filler: int
+    locomo_conversations: int | None
+    locomo_sessions: int | None
+    locomo_questions: int | None
+    irc_hours: int
+    #: cap on IRC messages (None: the whole busiest hours)
+    irc_messages: int | None
+
+
+QUICK = Sizes(viewers=12, filler=220, locomo_conversations=1, locomo_sessions=3,
+              locomo_questions=25, irc_hours=1, irc_messages=250)  # fmt: skip
+FULL = Sizes(viewers=40, filler=250, locomo_conversations=None, locomo_sessions=None,
+             locomo_questions=None, irc_hours=2, irc_messages=None)  # fmt: skip
+
+
+def synthetic_case(sizes: Sizes, seed: int = SEED) -> harness.Case:
+    stream = synthetic.generate(seed=seed, viewers=sizes.viewers, filler=sizes.filler)
+    return harness.from_synthetic(stream)
+
+
+def locomo_case(data_dir: Path, sizes: Sizes) -> harness.Case:
+    conversations = locomo.load(
+        data_dir,
+        conversations=sizes.locomo_conversations,
+        max_sessions=sizes.locomo_sessions,
+        max_questions=sizes.locomo_questions,
+    )
+    return harness.from_locomo(conversations)
+
+
+def irc_case(data_dir: Path, sizes: Sizes) -> harness.Case:
+    nicks = irc.Nicks()
+    streams = irc.load(data_dir, split="dev", nicks=nicks) + irc.load(
+        data_dir, split="test", nicks=nicks
+    )
+    by_stream = {events[0].stream: events for events in streams if events}
+    events = []
+    for hour in irc.busiest_hours(streams, sizes.irc_hours):
+        events.extend(irc.window(by_stream[hour.stream], hour.start)[: sizes.irc_messages])
+    known = {e.id for e in events}
+    events = [e if e.reply_to in known or e.reply_to is None else _no_reply(e) for e in events]
+    events.sort(key=lambda e: (e.ts, e.id))
+    return harness.from_events("irc", events)
+
+
+def _no_reply(event: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(event, reply_to=None)
+
+
+def data_available(data_dir: Path, source: str) -> str | None:
+    """None when ``source``'s data is there, else why not."""
+    if source == "locomo" and not (data_dir / locomo.RELATIVE_PATH).is_file():
+        return f"{data_dir / locomo.RELATIVE_PATH} not found"
+    if source == "irc" and not irc.files(data_dir, "dev"):
+        return f"no IRC logs in {data_dir / irc.RELATIVE_DIR / 'dev'}"
+    return None
+
+
+def build_case(source: str, data_dir: Path, sizes: Sizes) -> harness.Case:
+    if source == "synthetic":
+        return synthetic_case(sizes)
+    if source == "locomo":
+        return locomo_case(data_dir, sizes)
+    return irc_case(data_dir, sizes)
+
+
+async def run_quality(
+    sources: Sequence[str], data_dir: Path, *, quick: bool, system: str = "full"
+) -> tuple[list[harness.Result], dict[str, str]]:
+    """Results per source, and the sources skipped with the reason."""
+    sizes = QUICK if quick else FULL
+    results: list[harness.Result] = []
+    skipped: dict[str, str] = {}
+    for source in sources:
+        reason = data_available(data_dir, source)
+        if reason:
+            skipped[source] = reason
+            logger.warning("%s skipped: %s", source, reason)
+            continue
+        case = build_case(source, data_dir, sizes)
+        if system == "naive":
+            reports = await harness.run_naive(case)
+        else:
+            reports = await harness.run_full_isolated(case)
+        results.append(harness.score(case, reports, config=system))
+    return results, skipped
+
+
+# -- the CI gate --------------------------------------------------------------------------------
+
+
+def load_baseline(path: Path = BASELINE_PATH) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def record_baseline(
+    results: Sequence[harness.Result], path: Path = BASELINE_PATH
+) -> dict[str, Any]:
+    synth = next(r for r in results if r.case == "synthetic")
+    data = {
+        "synthetic": {
+            "recall@5": synth.metrics["recall@5"],
+            "misattribution": synth.metrics["misattribution"]["value"],
+        },
+        "tolerance": DEFAULT_TOLERANCE,
+        "seed": SEED,
+        "sizes": "quick",
+        "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python -m memory.eval baseline",
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return data
+
+
+def gate(results: Sequence[harness.Result], baseline: dict[str, Any] | None) -> list[str]:
+    """The reasons the quick run fails (empty: it passes)."""
+    synth = next((r for r in results if r.case == "synthetic"), None)
+    if synth is None:
+        return ["GATE FAIL: the synthetic stream was not evaluated"]
+    failures = []
+    mis = synth.metrics["misattribution"]
+    if mis["hits"] > 0:
+        failures.append(
+            f"GATE FAIL: misattribution on the synthetic stream is {mis['value']:.3f} "
+            f"({mis['hits']}/{mis['total']} personal items not written by their viewer); must be 0"
+        )
+    recall = synth.metrics["recall@5"]
+    if baseline is None:
+        logger.warning("no recorded baseline (%s): recall@5 not gated", BASELINE_PATH)
+        return failures
+    floor = float(baseline["synthetic"]["recall@5"] or 0.0) - float(
+        baseline.get("tolerance", DEFAULT_TOLERANCE)
+    )
+    if recall is None or recall < floor:
+        shown = "n/a" if recall is None else f"{recall:.3f}"
+        failures.append(
+            f"GATE FAIL: synthetic recall@5 {shown} is below the recorded baseline "
+            f"{baseline['synthetic']['recall@5']:.3f} minus tolerance {baseline.get('tolerance', DEFAULT_TOLERANCE)}"
+        )
+    return failures

@@ -1,0 +1,390 @@
+"""The consolidation filter: which chat messages are worth a personal memory (English and Italian).
+
+Deterministic and model-free. A message is kept only when one of its clauses is a *durable
+self-statement*: the author says something lasting about themself ("I work as a graphic designer",
+"sono di Milano", "my cat is called Miso"). Everything else is dropped with a reason, checked in this
+order: empty, command, link, sarcasm, roleplay, emote spam, short reaction; then per clause:
+greeting, question, hypothetical, ephemeral, not a self statement.
+
+``classify(text)`` returns a ``Verdict`` so evaluations can report why a message was dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# -- reasons ---------------------------------------------------------------------------------
+KEEP = "self_statement"
+EMPTY = "empty"
+COMMAND = "command"
+LINK = "link"
+SARCASM = "sarcasm"
+ROLEPLAY = "roleplay"
+EMOTE_SPAM = "emote_spam"
+SHORT_REACTION = "short_reaction"
+GREETING = "greeting"
+QUESTION = "question"
+HYPOTHETICAL = "hypothetical"
+EPHEMERAL = "ephemeral"
+NOT_SELF = "not_self_statement"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """Whether a message becomes a personal memory, and why."""
+
+    keep: bool
+    #: ``self_statement`` when kept, else the first reason it was dropped
+    reason: str
+
+
+# -- vocabularies ----------------------------------------------------------------------------
+#: Twitch/BTTV/7TV emotes (case-sensitive, as typed in chat)
+EMOTES = frozenset(
+    [
+        "Kappa",
+        "Keepo",
+        "KappaPride",
+        "PogChamp",
+        "Pog",
+        "POG",
+        "POGGERS",
+        "PogU",
+        "KEKW",
+        "KEK",
+        "LUL",
+        "LULW",
+        "OMEGALUL",
+        "monkaS",
+        "monkaW",
+        "PepeHands",
+        "PepeLaugh",
+        "FeelsBadMan",
+        "FeelsGoodMan",
+        "FeelsStrongMan",
+        "Jebaited",
+        "BibleThump",
+        "ResidentSleeper",
+        "Kreygasm",
+        "4Head",
+        "TriHard",
+        "NotLikeThis",
+        "WutFace",
+        "HeyGuys",
+        "VoHiYo",
+        "CoolStoryBob",
+        "SeemsGood",
+        "catJAM",
+        "Sadge",
+        "widepeepoHappy",
+        "widepeepoSad",
+        "peepoClap",
+        "peepoHappy",
+        "EZ",
+        "Clap",
+        "HYPERS",
+        "Copium",
+        "copium",
+        "xqcL",
+        "D:",
+        ":)",
+        ":(",
+        ":D",
+        ":P",
+        ":O",
+        ";)",
+        "<3",
+        "xD",
+        "XD",
+        "xd",
+        "Kreygasm",
+        "DansGame",
+        "SwiftRage",
+        "BabyRage",
+        "PJSalt",
+        "CoolCat",
+        "GivePLZ",
+        "TakeNRG",
+        "PopCorn",
+        "HSWP",
+        "SMOrc",
+        "OSFrog",
+        "MrDestructoid",
+        "DinoDance",
+        "GlitchCat",
+        "NomNom",
+        "ppHop",
+        "Okayge",
+        "Aware",
+        "Clueless",
+        "monkaHmm",
+        "PauseChamp",
+        "WAYTOODANK",
+        "forsenE",
+        "pepeD",
+        "PepePls",
+        "modCheck",
+        "Stare",
+    ]
+)
+_CAMEL_EMOTE = re.compile(r"^[a-z]{2,}[A-Z][A-Za-z0-9]*$")
+#: sarcasm / joke markers (a statement with one of them is not taken at face value)
+_SARCASM = re.compile(
+    r"(?:^|\s)/(?:s|j|sarcasm)\b|#sarcasm\b|\bjk\b|\bjust kidding\b|\bkidding\b|\bnot really\b"
+    r"|\bscherz(?:o|avo|ando)\b|\bsto scherzando\b|\bironia\b|\bKappa\b|\bKeepo\b|🙃|😏",
+)
+#: roleplay: ``*does X*`` or ``/me``
+_ROLEPLAY = re.compile(r"\*[^*\s][^*]*\*|^/me\b|^\s*_[^_]+_\s*$")
+_URL = re.compile(r"(?:https?://|www\.)\S+|\b\S+\.(?:com|net|org|tv|it|io|gg|ly)(?:/\S*)?\b", re.I)
+_MENTION = re.compile(r"@\w+")
+#: short reactions, after lower-casing and collapsing repeated letters
+REACTIONS = frozenset(
+    [
+        "lol",
+        "lmao",
+        "lmfao",
+        "rofl",
+        "pog",
+        "poggers",
+        "gg",
+        "ggwp",
+        "wp",
+        "ez",
+        "omg",
+        "omfg",
+        "wow",
+        "wtf",
+        "rip",
+        "f",
+        "nice",
+        "ok",
+        "okay",
+        "k",
+        "yes",
+        "yep",
+        "yeah",
+        "yup",
+        "no",
+        "nope",
+        "nah",
+        "true",
+        "facts",
+        "based",
+        "mood",
+        "same",
+        "lul",
+        "kek",
+        "kekw",
+        "w",
+        "l",
+        "xd",
+        "hype",
+        "hyped",
+        "letsgo",
+        "clutch",
+        "big",
+        "cringe",
+        "sus",
+        "bruh",
+        "oof",
+        "rekt",
+        "ty",
+        "thx",
+        "thanks",
+        "np",
+        "gj",
+        "si",
+        "sì",
+        "vero",
+        "grande",
+        "bella",
+        "bravo",
+        "brava",
+        "daje",
+        "dai",
+        "noo",
+        "boh",
+        "mah",
+        "ahah",
+        "ahaha",
+        "ahahah",
+        "eheh",
+        "grazie",
+        "prego",
+        "top",
+        "assurdo",
+        "pazzesco",
+        "figo",
+        "anch'io",
+        "esatto",
+        "certo",
+        "giusto",
+        "madonna",
+        "oddio",
+    ]
+) | {
+    "let's go",
+    "lets go",
+    "me too",
+    "same here",
+    "me neither",
+    "my bad",
+    "oh no",
+    "oh my god",
+    "thank you",
+    "anche io",
+    "mamma mia",
+}
+_LAUGH = re.compile(
+    r"^(?:ho)+$|^(?:a?h[aeiu]){2,}h?$|^(?:[aeiu]h){2,}$|^l+o+l+$|^x+d+$|^k{3,}$|^(?:ja){2,}$"
+)
+#: interjections that contain a first-person word without being about the author
+_INTERJECTIONS = re.compile(
+    r"\b(?:oh my (?:god|gosh|goodness)|my god|my bad|my dude|my guy|my man|my friend|mamma mia"
+    r"|mio dio|oh mio dio|dio mio|me too|me neither|anch'?io|anche io|per me)\b"
+)
+_GREETING = re.compile(
+    r"^(?:hi+|hello+|hey+a?|hiya|yo+|sup|howdy|gm|gn|good (?:morning|evening|night|afternoon)"
+    r"|bye+|cya|see (?:ya|you)|o7|welcome|ciao+|salve|buongiorno|buonasera|buonanotte|hola"
+    r"|benvenut[oaie]|a domani|alla prossima|bentornat[oaie])\b"
+)
+_QUESTION_START = re.compile(
+    r"^(?:what|why|how|who|whom|whose|where|when|which|wtf is|anyone|anybody"
+    r"|(?:am|are|is|do|does|did|can|could|would|will|should|shall|have|has|was|were|may|might)"
+    r" (?:i|you|we|he|she|it|they|this|that|there|u|ya|anyone)\b"
+    r"|che|cosa|perch[eé]|come|chi|dove|quando|quant[oiae]|quale|quali|hai|sei|avete|siete"
+    r"|posso|puoi|potete|ti ricordi|vi ricordate|ricordi)\b"
+)
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if i|if my|i'd|i would|i wish|i'?d like|i want to be|imagine|what if|suppose"
+    r"|se (?:io )?(?:fossi|avessi|potessi|vivessi|lavorassi)|vorrei|sarei|avrei|magari|immagina)\b"
+)
+#: first-person subject markers (objects like "me" in "tell me" do not count)
+_FIRST_PERSON_EN = re.compile(r"\b(?:i|i'm|im|i've|ive|i'll|my|mine|myself)\b")
+_FIRST_PERSON_IT = re.compile(
+    r"\b(?:io|sono|mi chiamo|mi sono|mi trasferisco|mi piace|mi piacciono|mio|mia|miei|mie|ho"
+    r"|vivo|abito|lavoro|studio|faccio|gioco|amo|adoro|odio|preferisco|parlo|vengo|tifo|suono"
+    r"|guido|colleziono|insegno|possiedo|ascolto|leggo|cucino|disegno|programmo|sviluppo"
+    r"|devo|sto|vado|torno)\b"
+)
+_EPHEMERAL = re.compile(
+    r"\bi'?m (?:so |very |really |just |literally )?(?:hungry|thirsty|tired|sleepy|bored|back|here"
+    r"|lurking|eating|dead|dying|crying|screaming|late|done|leaving|off|going to (?:bed|sleep)"
+    r"|gonna (?:go|sleep|cry)|watching|playing|listening|shaking|laughing)\b"
+    r"|\bi (?:need|have|gotta|got|must) (?:to )?(?:go|sleep|leave|pee|eat)\b|\bbe (?:right )?back\b"
+    r"|\bi (?:just )?(?:died|lost|won|joined|got here|arrived|woke up|sneezed)\b|\bi can'?t (?:even|breathe)\b"
+    r"|\bi'?m (?:so )?(?:bad|good|trash) at this\b|\bbrb\b|\bafk\b"
+    r"|\bho (?:fame|sete|sonno)\b|\bsono (?:stanc[oa]|tornat[oa]|qui|arrivat[oa]|mort[oa]|in ritardo)\b"
+    r"|\b(?:vado|devo andare) a (?:dormire|letto|mangiare)\b|\bdevo (?:andare|scappare)\b"
+    r"|\bsto (?:mangiando|arrivando|guardando|giocando|morendo|piangendo)\b|\btorno subito\b"
+    r"|\b(?:this|that|these|questo|questa|questi|queste) (?:game|song|boss|stream|level|run|part|map"
+    r"|round|match|clip|emote|chat|music|track|fight|one|gioco|canzone|partita|livello|pezzo|live)\b"
+    r"|\b(?:love|hate|like|adoro|odio|amo) (?:this|that|questo|questa)\s*$"
+)
+_CLAUSE_SPLIT = re.compile(r"(?<=[.!?;,\n])\s*|\s+(?:but|ma|però)\s+")
+_REPEATS = re.compile(r"(.)\1{2,}")
+
+
+def _fold(text: str) -> str:
+    """Lower-case, NFKC, straight apostrophes."""
+    return unicodedata.normalize("NFKC", text).casefold().replace("’", "'").replace("`", "'")
+
+
+def _is_emoji(token: str) -> bool:
+    return all(unicodedata.category(ch) in {"So", "Sk", "Cf", "Mn"} for ch in token)
+
+
+def _is_emote(token: str) -> bool:
+    bare = token.strip(".,!?")
+    return bool(bare) and (bare in EMOTES or _is_emoji(bare) or bool(_CAMEL_EMOTE.match(bare)))
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", _fold(text))
+
+
+def _whole_message_reason(text: str) -> str | None:
+    if text.startswith("!"):
+        return COMMAND
+    if not _URL.sub("", text).strip(" \t.,!?:;-"):
+        return LINK
+    if _SARCASM.search(text):
+        return SARCASM
+    if _ROLEPLAY.search(text):
+        return ROLEPLAY
+    tokens = text.split()
+    emotes = sum(1 for token in tokens if _is_emote(token))
+    folded_tokens = {_fold(t) for t in tokens}
+    if emotes == len(tokens) or (len(tokens) >= 3 and emotes / len(tokens) >= 0.6):
+        return EMOTE_SPAM
+    if len(tokens) >= 4 and len(folded_tokens) == 1:
+        return EMOTE_SPAM
+    return _reaction_reason(text)
+
+
+def _reaction_reason(text: str) -> str | None:
+    words = _words(_URL.sub("", text))
+    if not words:
+        return EMOTE_SPAM
+    collapsed = " ".join(_REPEATS.sub(r"\1", w) for w in words)
+    if collapsed in REACTIONS or " ".join(words) in REACTIONS:
+        return SHORT_REACTION
+    if all(_is_reaction_word(w) for w in words):
+        return SHORT_REACTION
+    return None
+
+
+def _is_reaction_word(word: str) -> bool:
+    return (
+        word in REACTIONS
+        or _REPEATS.sub(r"\1", word) in REACTIONS
+        or bool(_LAUGH.match(_REPEATS.sub(r"\1\1", word)))
+    )
+
+
+def _first_person(folded: str) -> bool:
+    plain = _INTERJECTIONS.sub(" ", folded)
+    return bool(_FIRST_PERSON_EN.search(plain) or _FIRST_PERSON_IT.search(plain))
+
+
+def _clause_reason(clause: str) -> str | None:
+    """None when the clause is a durable self-statement, else why it is not."""
+    folded = _fold(clause).strip()
+    if folded.endswith("?") or _QUESTION_START.match(folded):
+        return QUESTION
+    greeting = _GREETING.match(folded)
+    if greeting:
+        rest = folded[greeting.end() :].strip(" ,.!")
+        if not rest or _reaction_reason(rest) is not None or not _first_person(rest):
+            return GREETING
+        folded = rest
+    if _HYPOTHETICAL.search(folded):
+        return HYPOTHETICAL
+    plain = _INTERJECTIONS.sub(" ", folded)
+    if not _first_person(plain):
+        return NOT_SELF
+    if len(_words(plain)) < 2:
+        return SHORT_REACTION
+    if _EPHEMERAL.search(plain):
+        return EPHEMERAL
+    return None
+
+
+def classify(text: str) -> Verdict:
+    """Decide whether a chat message is a durable self-statement worth a personal memory."""
+    cleaned = _MENTION.sub(" ", text).strip()
+    if not cleaned:
+        return Verdict(keep=False, reason=EMPTY)
+    if reason := _whole_message_reason(cleaned):
+        return Verdict(keep=False, reason=reason)
+    first: str | None = None
+    for clause in _CLAUSE_SPLIT.split(cleaned):
+        if not clause.strip(" .,!?;"):
+            continue
+        reason = _clause_reason(clause)
+        if reason is None:
+            return Verdict(keep=True, reason=KEEP)
+        first = first or reason
+    return Verdict(keep=False, reason=first or NOT_SELF)

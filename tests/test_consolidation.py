@@ -1,0 +1,402 @@
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memory import barrier, consolidation, errors, identity, jobs, models, transcript
+from memory import profile as profile_module
+from memory.adapters import ollama as ollama_adapter
+from tests.fakes import spaces as fake_spaces
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from memory.adapters import postgres
+    from tests.conftest import SettingsFactory
+    from tests.fakes.ollama import FakeOllama
+
+T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
+VIEWERS = {"alice": "1001", "bob": "1002", "carla": "1003", "nightbot": "9001", "mnemo": "9000"}
+
+
+def msg(
+    mid: str,
+    login: str,
+    text: str,
+    *,
+    second: int = 0,
+    stream: str = "s1",
+    kind: models.EventKind = models.EventKind.MESSAGE,
+    event: str | None = None,
+) -> models.ChatEvent:
+    return models.ChatEvent(
+        id=mid,
+        stream=stream,
+        user_id=VIEWERS[login],
+        login=login,
+        text=text,
+        ts=T0 + timedelta(seconds=second),
+        kind=kind,
+        event=event,
+    )
+
+
+async def journal_turn(
+    db: postgres.Database,
+    events: Sequence[models.ChatEvent],
+    *,
+    reply: str | None = "ok!",
+) -> str:
+    """Store the events and a finished turn answering them; returns the turn id."""
+    store = transcript.Transcript(db)
+    await store.append_events(events)
+    stream = events[0].stream
+    turn_id = await store.start_turn(stream, [e.id for e in events])
+    await store.finish_turn(
+        turn_id,
+        stream=stream,
+        status=models.TurnStatus.COMPLETED,
+        reply=reply,
+        error=None,
+        ts=events[-1].ts + timedelta(seconds=1),
+        report={},
+        consolidate=True,
+    )
+    return turn_id
+
+
+def job_for(turn_id: str, payload: Any = None) -> jobs.Job:
+    now = datetime.now(UTC)
+    return jobs.Job(
+        id=1,
+        queue="consolidation",
+        kind=consolidation.JOB_KIND,
+        dedupe_key=turn_id,
+        payload={"turn_id": turn_id, "stream": "s1"} if payload is None else payload,
+        status=jobs.JobStatus.DOING,
+        attempts=1,
+        max_attempts=5,
+        scheduled_at=now,
+        worker_id=None,
+        started_at=now,
+        finished_at=None,
+        last_error=None,
+        created_at=now,
+    )
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Any:
+    return make_settings(bot_name="mnemo")
+
+
+@pytest.fixture
+def spaces() -> fake_spaces.InMemorySpaces:
+    return fake_spaces.InMemorySpaces()
+
+
+@pytest.fixture
+def consolidator(
+    db: postgres.Database, spaces: fake_spaces.InMemorySpaces, settings: Any
+) -> consolidation.Consolidator:
+    return consolidation.Consolidator(db, spaces, settings)
+
+
+async def test_each_viewer_space_holds_only_that_viewers_own_statement(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "bob", "Alice lives in Rome"),
+            msg("m2", "alice", "I work as a graphic designer", second=1),
+        ],
+        reply="@alice graphic design, nice!",
+    )
+    result = await consolidator.consolidate(turn_id)
+
+    alice = await spaces.list(identity.personal_key("1001"))
+    assert [(r.text, r.origin_message_ids, r.user_id) for r in alice] == [
+        ("I work as a graphic designer", ("m2",), "1001")
+    ]
+    assert alice[0].turn_id == turn_id and alice[0].stream == "s1"
+    assert alice[0].first_ts == T0 + timedelta(seconds=1)
+    assert await spaces.count(identity.personal_key("1002")) == 0
+    assert result.personal == 1 and result.episodic == 1
+    assert result.dropped == {"m1": "not_self_statement"}
+    assert result.viewers == ("1001",)
+
+
+async def test_the_episode_holds_the_public_turn_and_the_reply(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "bob", "Alice lives in Rome"),
+            msg("m2", "alice", "I work as a graphic designer", second=1),
+            msg("m3", "nightbot", "Follow the socials!", second=2),
+            msg("m4", "carla", "!remember me", second=3, kind=models.EventKind.COMMAND),
+            msg("m5", "carla", "", second=4, kind=models.EventKind.EVENT, event="sub"),
+        ],
+        reply="@alice nice!",
+    )
+    await consolidator.consolidate(turn_id)
+
+    [episode] = await spaces.list(identity.episodic_key("s1"))
+    assert episode.kind is models.MemoryKind.EPISODIC
+    assert episode.text == (
+        "bob: Alice lives in Rome\nalice: I work as a graphic designer\ncarla [sub]:"
+    )
+    assert episode.participants == ("1002", "1001", "1003")
+    assert episode.origin_message_ids == ("m1", "m2", "m5")
+    assert episode.extra["reply"] == "@alice nice!"
+    assert episode.first_ts == T0 and episode.last_ts == T0 + timedelta(seconds=4)
+    assert identity.LORE_KEY not in await spaces.spaces()
+
+
+async def test_bots_commands_events_and_the_bot_itself_never_reach_personal_memory(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "nightbot", "I am a bot and I live in the cloud"),
+            msg("m2", "mnemo", "I live in the Archive", second=1),
+            msg("m3", "carla", "!forget I live in Rome", second=2, kind=models.EventKind.COMMAND),
+            msg("m4", "carla", "!note I moved to Paris", second=3),
+            msg(
+                "m5",
+                "carla",
+                "I moved to Turin",
+                second=4,
+                kind=models.EventKind.EVENT,
+                event="sub",
+            ),
+        ],
+    )
+    result = await consolidator.consolidate(turn_id)
+
+    assert result.personal == 0
+    assert result.dropped == {
+        "m1": "bot",
+        "m2": "bot",
+        "m3": "command",
+        "m4": "command",
+        "m5": "platform_event",
+    }
+    assert [s for s in await spaces.spaces() if s.startswith("viewer:")] == []
+
+
+async def test_every_memory_in_every_viewer_space_comes_from_that_viewers_messages(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    turns = [
+        [
+            msg("a1", "alice", "hi chat, I work as a graphic designer"),
+            msg("b1", "bob", "Alice lives in Rome, I'm from Milan", second=1),
+            msg("c1", "carla", "my cat is called Miso", second=2),
+        ],
+        [
+            msg("b2", "bob", "@alice I moved to Turin last year", second=10),
+            msg("a2", "alice", "bob is a nurse and I am 31", second=11),
+            msg("c2", "carla", "carla's brother? I have a dog named Rex", second=12),
+        ],
+        [
+            msg("a3", "alice", "sono di Milano", second=20),
+            msg("n3", "nightbot", "my name is Nightbot", second=21),
+            msg("c3", "carla", "lol", second=22),
+        ],
+    ]
+    for events in turns:
+        await consolidator.consolidate(await journal_turn(db, events))
+
+    authors = {e.id: e.user_id for events in turns for e in events}
+    viewer_spaces = [s for s in await spaces.spaces() if s.startswith("viewer:")]
+    assert sorted(viewer_spaces) == ["viewer:1001", "viewer:1002", "viewer:1003"]
+    for space in viewer_spaces:
+        owner = space.removeprefix("viewer:")
+        for record in await spaces.list(space):
+            assert record.user_id == owner
+            assert record.origin_message_ids
+            assert {authors[m] for m in record.origin_message_ids} == {owner}
+    texts = {r.text for r in await spaces.list("viewer:1001")}
+    assert texts == {
+        "hi chat, I work as a graphic designer",
+        "bob is a nurse and I am 31",
+        "sono di Milano",
+    }
+
+
+async def test_a_retried_job_creates_no_duplicates(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I moved to Turin"),
+            msg("m2", "bob", "my dog is called Rex", second=1),
+        ],
+    )
+    handler = consolidation.make_handler(consolidator)
+    await handler(job_for(turn_id))
+    first = {s: sorted(r.id for r in await spaces.list(s)) for s in await spaces.spaces()}
+    await handler(job_for(turn_id))
+    second = {s: sorted(r.id for r in await spaces.list(s)) for s in await spaces.spaces()}
+
+    assert first == second
+    assert {s: len(ids) for s, ids in second.items()} == {
+        "viewer:1001": 1,
+        "viewer:1002": 1,
+        "stream:s1": 1,
+    }
+    profile = await profile_module.ProfileStore(db).get("1001")
+    assert profile is not None and [f.line for f in profile.facts] == ["location: Turin"]
+
+
+@pytest.mark.parametrize(
+    "payload", [{}, {"turn_id": 5}, {"turn_id": ""}, "not a dict", {"turn_id": "no-such-turn"}]
+)
+async def test_bad_payloads_and_unknown_turns_are_validation_errors(
+    consolidator: consolidation.Consolidator, payload: Any
+) -> None:
+    handler = consolidation.make_handler(consolidator)
+    with pytest.raises(errors.JobValidationError):
+        await handler(job_for("x", payload))
+
+
+async def test_a_paused_stream_writes_nothing(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    await db.pool.execute(
+        "INSERT INTO memory_paused_streams (stream, paused_by) VALUES ('s1', 'test')"
+    )
+    turn_id = await journal_turn(db, [msg("m1", "alice", "I moved to Turin")])
+    result = await consolidator.consolidate(turn_id)
+
+    assert result.skipped == "paused"
+    assert await spaces.spaces() == []
+    assert await profile_module.ProfileStore(db).get("1001") is None
+
+
+async def test_the_barrier_keeps_involved_viewers_out_of_personal_memory(
+    db: postgres.Database, spaces: fake_spaces.InMemorySpaces, settings: Any
+) -> None:
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I'm dating Bob now, I live in Rome"),
+            msg("m2", "carla", "I work as a baker", second=1),
+        ],
+    )
+    await barrier.record(
+        db,
+        turn_id,
+        barrier.decide(["relationships"], ["1001", "1002"], ["1001", "1003"], "viewers"),
+    )
+    result = await consolidation.Consolidator(
+        db, spaces, settings, barrier_source=consolidation.StateBarrier(db)
+    ).consolidate(turn_id)
+
+    assert result.dropped == {"m1": "barrier"}
+    assert await spaces.count("viewer:1001") == 0
+    assert await spaces.count("viewer:1003") == 1
+    assert await profile_module.ProfileStore(db).get("1001") is None
+    assert await spaces.count("stream:s1") == 1
+
+
+async def test_newer_statements_win_the_profile_slot_whatever_the_consolidation_order(
+    db: postgres.Database, consolidator: consolidation.Consolidator
+) -> None:
+    old = await journal_turn(db, [msg("m1", "alice", "I live in Rome")])
+    new = await journal_turn(db, [msg("m2", "alice", "I moved to Turin", second=60)])
+    await consolidator.consolidate(new)
+    await consolidator.consolidate(old)
+
+    profile = await profile_module.ProfileStore(db).get("1001")
+    assert profile is not None
+    location = profile.get("location")
+    assert location is not None
+    assert (location.value, location.text, location.origin_message_ids) == (
+        "Turin",
+        "I moved to Turin",
+        ("m2",),
+    )
+
+
+async def test_the_model_condenses_facts_and_keeps_provenance(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    make_settings: SettingsFactory,
+    fake_ollama: FakeOllama,
+) -> None:
+    settings = make_settings(ollama_host=fake_ollama.url, ollama={"extract_facts": True})
+    model = ollama_adapter.OllamaChat(fake_ollama.url, settings.ollama.chat_model)
+    consolidator = consolidation.Consolidator(db, spaces, settings, model=model)
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I work as a graphic designer"),
+            msg("m2", "bob", "Alice lives in Rome", second=1),
+            msg("m3", "alice", "and my cat is called Miso", second=2),
+        ],
+    )
+    fake_ollama.reply(
+        "```json\n"
+        + json.dumps(
+            {
+                "facts": [
+                    {"text": "Alice is a graphic designer", "message_ids": ["m1", "m2"]},
+                    {"text": "Alice has a cat named Miso", "message_ids": []},
+                ]
+            }
+        )
+        + "\n```"
+    )
+    result = await consolidator.consolidate(turn_id)
+
+    assert result.facts == 2
+    facts = {
+        r.text: r.origin_message_ids
+        for r in await spaces.list("viewer:1001")
+        if r.kind is models.MemoryKind.FACT
+    }
+    assert facts == {
+        "Alice is a graphic designer": ("m1",),
+        "Alice has a cat named Miso": ("m1", "m3"),
+    }
+    assert fake_ollama.chat_calls() == 1
+    assert "Alice lives in Rome" not in json.dumps(fake_ollama.chat_requests[0])
+
+
+async def test_a_bad_model_answer_keeps_the_raw_memories(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    make_settings: SettingsFactory,
+    fake_ollama: FakeOllama,
+) -> None:
+    settings = make_settings(ollama_host=fake_ollama.url, ollama={"extract_facts": True})
+    model = ollama_adapter.OllamaChat(fake_ollama.url, settings.ollama.chat_model)
+    turn_id = await journal_turn(db, [msg("m1", "alice", "I work as a graphic designer")])
+    fake_ollama.reply('{"facts": [{"text": 42}]}')
+    result = await consolidation.Consolidator(db, spaces, settings, model=model).consolidate(
+        turn_id
+    )
+
+    assert (result.personal, result.facts) == (1, 0)
+    assert [r.kind for r in await spaces.list("viewer:1001")] == [models.MemoryKind.PERSONAL]

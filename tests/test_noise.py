@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import pytest
+
+from memory import noise
+
+KEPT = [
+    "I work as a graphic designer",
+    "I moved to Turin",
+    "I live in Rome",
+    "my cat is called Miso",
+    "I'm 25",
+    "I'm a nurse and I love hiking",
+    "I have two dogs",
+    "My name is Marco",
+    "I've been a teacher for ten years",
+    "hi chat, I work as a graphic designer",
+    "hey everyone! I moved to Turin last month",
+    "I moved to Turin, have you ever been there?",
+    "remember that I'm vegan",
+    "@mnemo I study physics in Bologna",
+    "lol my cat is called Miso",
+    "I'm from Milan",
+    "I play the guitar in a band",
+    "sono di Milano",
+    "vivo a Roma",
+    "lavoro come grafico",
+    "ho 25 anni",
+    "il mio gatto si chiama Miso",
+    "mi chiamo Giulia",
+    "mi sono trasferita a Torino",
+    "abito a Napoli da tre anni",
+    "ciao a tutti, sono di Milano",
+    "studio ingegneria al Politecnico",
+    "ho un cane che si chiama Rex",
+    "tifo Juventus da sempre",
+    "ricordati che sono vegetariano",
+]
+
+DROPPED = [
+    ("", noise.EMPTY),
+    ("   ", noise.EMPTY),
+    ("@alice", noise.EMPTY),
+    ("!forget I live in Rome", noise.COMMAND),
+    ("!pause", noise.COMMAND),
+    ("https://clips.twitch.tv/SomeClip", noise.LINK),
+    ("www.example.com", noise.LINK),
+    ("check this https://youtu.be/xyz", noise.NOT_SELF),
+    ("I'm a billionaire /s", noise.SARCASM),
+    ("I live on the moon Kappa", noise.SARCASM),
+    ("I'm the king of Italy jk", noise.SARCASM),
+    ("sono il papa, scherzo", noise.SARCASM),
+    ("*hugs mnemo*", noise.ROLEPLAY),
+    ("*draws sword* I am the knight of the realm", noise.ROLEPLAY),
+    ("/me dances", noise.ROLEPLAY),
+    ("KEKW KEKW KEKW", noise.EMOTE_SPAM),
+    ("PogChamp", noise.EMOTE_SPAM),
+    ("catJAM catJAM", noise.EMOTE_SPAM),
+    ("😂😂😂", noise.EMOTE_SPAM),
+    ("LUL LUL LUL OMEGALUL", noise.EMOTE_SPAM),
+    ("go go go go", noise.EMOTE_SPAM),
+    ("lol", noise.SHORT_REACTION),
+    ("LOOOOL", noise.SHORT_REACTION),
+    ("pog", noise.SHORT_REACTION),
+    ("xD", noise.EMOTE_SPAM),
+    ("xDDDD", noise.SHORT_REACTION),
+    ("ahahahahah", noise.SHORT_REACTION),
+    ("hahaha", noise.SHORT_REACTION),
+    ("gg wp", noise.SHORT_REACTION),
+    ("me too", noise.SHORT_REACTION),
+    ("my bad", noise.SHORT_REACTION),
+    ("oh my god", noise.SHORT_REACTION),
+    ("mamma mia", noise.SHORT_REACTION),
+    ("daje", noise.SHORT_REACTION),
+    ("ho ho ho", noise.SHORT_REACTION),
+    ("hi", noise.GREETING),
+    ("hello everyone", noise.GREETING),
+    ("good morning chat!", noise.GREETING),
+    ("ciao a tutti", noise.GREETING),
+    ("buonasera ragazzi", noise.GREETING),
+    ("gn chat", noise.GREETING),
+    ("what game is this?", noise.QUESTION),
+    ("do you remember where I live?", noise.QUESTION),
+    ("am I the best viewer", noise.QUESTION),
+    ("how are you", noise.QUESTION),
+    ("di dove sei?", noise.QUESTION),
+    ("come ti chiami", noise.QUESTION),
+    ("ti ricordi che lavoro faccio", noise.QUESTION),
+    ("if I were rich I would buy a castle", noise.HYPOTHETICAL),
+    ("I wish I lived in Japan", noise.HYPOTHETICAL),
+    ("vorrei vivere a Tokyo", noise.HYPOTHETICAL),
+    ("se fossi ricco comprerei un castello", noise.HYPOTHETICAL),
+    ("I'm so hungry", noise.EPHEMERAL),
+    ("I'm back", noise.EPHEMERAL),
+    ("I have to go, bye", noise.EPHEMERAL),
+    ("I love this song", noise.EPHEMERAL),
+    ("I hate this boss", noise.EPHEMERAL),
+    ("brb I need to eat", noise.EPHEMERAL),
+    ("ho fame", noise.EPHEMERAL),
+    ("sono stanco", noise.EPHEMERAL),
+    ("devo andare a dormire", noise.EPHEMERAL),
+    ("mi piace questa canzone", noise.EPHEMERAL),
+    ("Alice lives in Rome", noise.NOT_SELF),
+    ("the boss fight was crazy", noise.NOT_SELF),
+    ("tell me a joke", noise.NOT_SELF),
+    ("Marco lavora a Milano", noise.NOT_SELF),
+    ("che bello questo stream", noise.QUESTION),
+]
+
+
+@pytest.mark.parametrize("text", KEPT)
+def test_durable_self_statements_are_kept(text: str) -> None:
+    verdict = noise.classify(text)
+    assert verdict == noise.Verdict(keep=True, reason=noise.KEEP), text
+
+
+@pytest.mark.parametrize(("text", "reason"), DROPPED)
+def test_noise_is_dropped_with_its_reason(text: str, reason: str) -> None:
+    verdict = noise.classify(text)
+    assert not verdict.keep, text
+    assert verdict.reason == reason, text
+
+
+def test_classify_is_deterministic() -> None:
+    texts = [t for t in KEPT] + [t for t, _ in DROPPED]
+    assert [noise.classify(t) for t in texts] == [noise.classify(t) for t in texts]

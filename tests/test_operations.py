@@ -1,0 +1,257 @@
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memory import cache, consolidation, errors, identity, models, operations, retrieval
+from memory import profile as profile_module
+from tests import test_consolidation as helpers
+from tests.fakes import spaces as fake_spaces
+
+if TYPE_CHECKING:
+    from memory.adapters import postgres
+    from tests.conftest import SettingsFactory
+
+msg = helpers.msg
+
+
+class Memory:
+    """A consolidated two-viewer stream, its operations and a real retrieval cache."""
+
+    def __init__(self, db: postgres.Database, settings: Any) -> None:
+        self.db = db
+        self.spaces = fake_spaces.InMemorySpaces()
+        self.profiles = profile_module.ProfileStore(db)
+        self.cache = cache.InProcessCache()
+        self.retriever = retrieval.build_retriever(
+            settings, spaces=self.spaces, profiles=self.profiles, cache=self.cache
+        )
+        self.consolidator = consolidation.Consolidator(
+            db, self.spaces, settings, profiles=self.profiles, invalidator=self.retriever
+        )
+        self.ops = operations.Operations(
+            db, self.spaces, invalidator=self.retriever, profiles=self.profiles
+        )
+        self.turns: list[str] = []
+
+    async def turn(self, *events: models.ChatEvent, reply: str = "ok") -> str:
+        turn_id = await helpers.journal_turn(self.db, events, reply=reply)
+        await self.consolidator.consolidate(turn_id)
+        self.turns.append(turn_id)
+        return turn_id
+
+    async def personal(self, user_id: str) -> list[models.MemoryRecord]:
+        return await self.spaces.list(identity.personal_key(user_id))
+
+    async def warm_cache(self, login: str, user_id: str) -> None:
+        """Run the profile and recall sources of a viewer so their results are cached."""
+        plan = models.Plan(
+            sources=(
+                models.PlannedSource(kind="profile", viewer=login, user_id=user_id),
+                models.PlannedSource(kind="recall", viewer=login, user_id=user_id, query="work"),
+            )
+        )
+        batch = models.Batch(stream="s1", events=(msg("q1", login, "what do I do?"),))
+        result = await self.retriever.retrieve(plan, batch, [])
+        assert result.items, "the viewer's memory should be recalled"
+
+    async def cached_for(self, user_id: str) -> int:
+        return await self.cache.delete_prefix(f"{retrieval.CACHE_VERSION}:v:{user_id}:")
+
+    async def audit(self) -> list[dict[str, Any]]:
+        return await self.ops.audit_log(100)
+
+
+@pytest.fixture
+async def memory(db: postgres.Database, make_settings: SettingsFactory) -> Memory:
+    mem = Memory(db, make_settings(bot_name="mnemo"))
+    await mem.turn(
+        msg("m1", "bob", "Alice lives in Rome, I'm from Milan"),
+        msg("m2", "alice", "I work as a graphic designer", second=1),
+        reply="@alice nice! @bob ciao Milano",
+    )
+    await mem.turn(
+        msg("m3", "alice", "my cat is called Miso", second=10),
+        msg("m4", "bob", "I play the guitar", second=11),
+        reply="@alice Miso is a cute name",
+    )
+    return mem
+
+
+async def test_forget_viewer_leaves_no_trace_in_space_profile_or_cache(memory: Memory) -> None:
+    await memory.warm_cache("alice", "1001")
+    report = await memory.ops.forget_viewer("1001", actor="admin:test")
+
+    assert (report.memories, report.profile_facts) == (2, 2)
+    assert await memory.personal("1001") == []
+    assert await memory.profiles.get("1001") is None
+    assert await memory.cached_for("1001") == 0
+    # the public record stays without --everywhere
+    episodes = await memory.spaces.list("stream:s1")
+    assert any("alice: I work as a graphic designer" in e.text for e in episodes)
+    # bob is untouched
+    assert len(await memory.personal("1002")) == 2
+    [row] = await memory.audit()
+    assert (row["actor"], row["action"], row["target"]) == ("admin:test", "forget_viewer", "1001")
+    assert row["details"]["everywhere"] is False
+
+
+async def test_a_forgotten_viewer_is_not_brought_back_by_reconsolidation(memory: Memory) -> None:
+    await memory.ops.forget_viewer("1001", actor="admin:test")
+    for turn_id in memory.turns:
+        await memory.consolidator.consolidate(turn_id)
+    assert await memory.personal("1001") == []
+    assert await memory.profiles.get("1001") is None
+    # a statement made after the forget is new memory
+    await memory.turn(msg("m9", "alice", "I moved to Turin", second=999_999_999))
+    assert [r.text for r in await memory.personal("1001")] == ["I moved to Turin"]
+
+
+async def test_forget_everywhere_redacts_episodes_and_the_served_transcript(
+    memory: Memory,
+) -> None:
+    report = await memory.ops.forget_viewer("1001", actor="admin:test", everywhere=True)
+
+    assert (report.episodes_redacted, report.episodes_deleted, report.messages_redacted) == (
+        2,
+        0,
+        2,
+    )
+    for episode in await memory.spaces.list("stream:s1"):
+        assert "alice" not in episode.text
+        assert "1001" not in episode.participants
+        assert episode.extra["reply"] == operations.REDACTED
+        assert all(m["user_id"] != "1001" for m in episode.extra["messages"])
+    texts = {
+        r["id"]: r["text"]
+        for r in await memory.db.pool.fetch("SELECT id, text FROM messages_visible")
+    }
+    assert texts == {
+        "m1": "Alice lives in Rome, I'm from Milan",
+        "m2": "[redacted]",
+        "m3": "[redacted]",
+        "m4": "I play the guitar",
+    }
+    # re-consolidating the old turns does not bring alice back into the episodes either
+    for turn_id in memory.turns:
+        await memory.consolidator.consolidate(turn_id)
+    assert all("alice" not in e.text for e in await memory.spaces.list("stream:s1"))
+
+
+async def test_forget_memory_removes_it_for_good(memory: Memory) -> None:
+    [designer, cat] = await memory.personal("1001")
+    await memory.warm_cache("alice", "1001")
+    forgotten = await memory.ops.forget_memory(designer.id, actor="twitch:alice", owner="1001")
+
+    assert forgotten.text == "I work as a graphic designer"
+    assert [r.id for r in await memory.personal("1001")] == [cat.id]
+    profile = await memory.profiles.get("1001")
+    assert profile is not None and profile.lines() == ["pet:cat: Miso"]
+    assert await memory.cached_for("1001") == 0
+    await memory.consolidator.consolidate(memory.turns[0])
+    assert [r.id for r in await memory.personal("1001")] == [cat.id]
+
+
+async def test_a_viewer_cannot_forget_someone_elses_memory(memory: Memory) -> None:
+    [guitar, *_] = [r for r in await memory.personal("1002") if "guitar" in r.text]
+    with pytest.raises(errors.UnknownMemory):
+        await memory.ops.forget_memory(guitar.id, actor="twitch:alice", owner="1001")
+    assert guitar in await memory.personal("1002")
+    assert await memory.audit() == []
+
+
+async def everything(memory: Memory) -> list[models.MemoryRecord]:
+    return [r for s in await memory.spaces.spaces() for r in await memory.spaces.list(s)]
+
+
+async def test_forget_turn_removes_every_memory_of_the_turn(memory: Memory) -> None:
+    first = memory.turns[0]
+    removed = await memory.ops.forget_turn(first, actor="admin:test")
+
+    assert removed == 3  # alice's statement, bob's statement, the episode
+    left = await everything(memory)
+    assert left and all(r.turn_id != first for r in left)
+    profile = await memory.profiles.get("1001")
+    assert profile is not None and profile.lines() == ["pet:cat: Miso"]
+    await memory.consolidator.consolidate(first)
+    assert all(r.turn_id != first for r in await everything(memory))
+
+
+async def test_correct_replaces_the_memory_with_a_linked_correction_ranked_first(
+    memory: Memory,
+) -> None:
+    [designer, _] = await memory.personal("1001")
+    correction = await memory.ops.correct(
+        designer.id, "I work as an illustrator", actor="admin:test"
+    )
+
+    assert correction.kind is models.MemoryKind.CORRECTION
+    assert correction.corrects == designer.id
+    assert (correction.turn_id, correction.origin_message_ids) == (designer.turn_id, ("m2",))
+    assert await memory.spaces.find(designer.id) is None
+    hits = await memory.spaces.search("viewer:1001", "what is her job, designer", limit=2)
+    assert hits[0].record.id == correction.id
+    profile = await memory.profiles.get("1001")
+    assert profile is not None and "job: illustrator" in profile.lines()
+    # correcting again replaces the same correction document
+    again = await memory.ops.correct(correction.id, "I work as a painter", actor="admin:test")
+    assert again.id == correction.id
+    assert [
+        r.text for r in await memory.personal("1001") if r.kind is models.MemoryKind.CORRECTION
+    ] == ["I work as a painter"]
+    await memory.consolidator.consolidate(memory.turns[0])
+    assert await memory.spaces.find(designer.id) is None
+    actions = [row["action"] for row in await memory.audit()]
+    assert actions == ["correct", "correct"]
+
+
+async def test_unknown_targets_change_nothing(memory: Memory) -> None:
+    before = {s: await memory.spaces.count(s) for s in await memory.spaces.spaces()}
+    with pytest.raises(errors.UnknownMemory):
+        await memory.ops.forget_memory("00000000-0000-0000-0000-000000000000", actor="a")
+    with pytest.raises(errors.UnknownMemory):
+        await memory.ops.correct("nope", "x", actor="a")
+    with pytest.raises(errors.UnknownTurn):
+        await memory.ops.forget_turn("no-such-turn", actor="a")
+    with pytest.raises(errors.UnknownViewer):
+        await memory.ops.resolve_viewer("nobody")
+    assert {s: await memory.spaces.count(s) for s in await memory.spaces.spaces()} == before
+    assert await memory.audit() == []
+
+
+async def test_pause_and_resume_gate_memory_writing(memory: Memory) -> None:
+    assert await memory.ops.pause("s1", actor="twitch:streamer") is True
+    assert await memory.ops.pause("s1", actor="twitch:streamer") is False
+    assert await memory.ops.is_paused("s1")
+    paused = await memory.turn(msg("m5", "alice", "I moved to Turin", second=20))
+    assert [r.text for r in await memory.personal("1001")] == [
+        "I work as a graphic designer",
+        "my cat is called Miso",
+    ]
+    assert await memory.ops.resume("s1", actor="twitch:streamer") is True
+    await memory.consolidator.consolidate(paused)
+    assert "I moved to Turin" in [r.text for r in await memory.personal("1001")]
+    assert [r["action"] for r in reversed(await memory.audit())] == ["pause", "pause", "resume"]
+
+
+async def test_export_holds_memories_profile_and_episodes(memory: Memory) -> None:
+    viewer = await memory.ops.resolve_viewer("@Alice")
+    data = await memory.ops.export(viewer)
+
+    assert data["viewer"] == {"user_id": "1001", "login": "alice", "display_name": None}
+    assert [m["text"] for m in data["memories"]] == [
+        "I work as a graphic designer",
+        "my cat is called Miso",
+    ]
+    assert [m["origin_message_ids"] for m in data["memories"]] == [["m2"], ["m3"]]
+    assert {f["slot"] for f in data["profile"]["facts"]} == {"job", "pet:cat"}
+    assert len(data["episodes"]) == 2
+    json.dumps(data)  # JSON-ready
+
+
+async def test_search_own_finds_only_the_viewers_memories(memory: Memory) -> None:
+    hits = await memory.ops.search_own("1001", "my cat Miso", limit=5)
+    assert hits[0].record.text == "my cat is called Miso"
+    assert {hit.record.user_id for hit in hits} == {"1001"}

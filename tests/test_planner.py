@@ -1,0 +1,376 @@
+"""The retrieval planner: table-driven, English and Italian, pure and deterministic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from config import settings as settings_module
+from memory import models, planner
+
+T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
+USER_IDS = {"alice": "1001", "bob": "1002", "carol": "1003", "dave": "1004", "erin": "1005"}
+
+
+class IsolatedSettings(settings_module.Settings):
+    """Settings from arguments only (no environment, no .env)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: Any, init_settings: Any, *args: Any, **kwargs: Any
+    ) -> tuple[Any, ...]:
+        return (init_settings,)
+
+
+def make_planner(**memory: Any) -> planner.Planner:
+    settings = IsolatedSettings(bot_name="livememory", memory=memory)
+    return planner.Planner(
+        settings, lore_entities=["Captain Nebula", "Castello Nero", "Livememory"]
+    )
+
+
+_counter = iter(range(1, 1_000_000))
+
+
+def msg(
+    login: str,
+    text: str,
+    *,
+    kind: models.EventKind = models.EventKind.MESSAGE,
+    event: str | None = None,
+) -> models.ChatEvent:
+    n = next(_counter)
+    return models.ChatEvent(
+        id=f"m{n}",
+        stream="s1",
+        user_id=USER_IDS.get(login, f"9{len(login)}{login}"),
+        login=login,
+        text=text,
+        ts=T0 + timedelta(seconds=n),
+        kind=kind,
+        event=event,
+    )
+
+
+def batch(*events: models.ChatEvent) -> models.Batch:
+    return models.Batch(stream="s1", events=events)
+
+
+def said(login: str, text: str) -> models.HistoryItem:
+    return models.HistoryItem.from_event(msg(login, text), turn_id="t0")
+
+
+def bot_said(text: str) -> models.HistoryItem:
+    return models.HistoryItem(role=models.Role.ASSISTANT, text=text, ts=T0)
+
+
+def kinds(plan: models.Plan) -> list[str]:
+    return [source.key for source in plan.sources]
+
+
+# (text, signals of the author strongest first, planned source keys, explicit)
+SINGLE_MESSAGE_CASES = [
+    # explicit recall requests about oneself
+    (
+        "do you remember what my job is?",
+        ("explicit_recall", "question"),
+        ["profile:alice", "recall:alice"],
+        True,
+    ),
+    (
+        "what do you know about me?",
+        ("explicit_recall", "question"),
+        ["profile:alice", "recall:alice"],
+        True,
+    ),
+    ("ti ricordi di me?", ("explicit_recall", "question"), ["profile:alice", "recall:alice"], True),
+    ("cosa sai di me", ("explicit_recall", "question"), ["profile:alice", "recall:alice"], True),
+    (
+        "ti ricordi come si chiama il mio gatto?",
+        ("explicit_recall", "question", "active"),
+        ["profile:alice", "recall:alice"],
+        True,
+    ),
+    # Italian drops the pronoun: the first-person verb says who is asking
+    (
+        "@livememory ti ricordi cosa faccio di lavoro?",
+        ("explicit_recall", "bot_mention", "question", "active"),
+        ["profile:alice", "recall:alice"],
+        True,
+    ),
+    (
+        "ti ricordi chi sono?",
+        ("explicit_recall", "question"),
+        ["profile:alice", "recall:alice"],
+        True,
+    ),
+    # mentions of the bot and questions
+    ("hey @livememory how are you?", ("bot_mention", "question"), ["profile:alice"], False),
+    ("livememory come stai?", ("bot_mention", "question"), ["profile:alice"], False),
+    (
+        "@livememory which pizza should I order tonight",
+        ("bot_mention", "question", "active"),
+        ["profile:alice", "recall:alice"],
+        False,
+    ),
+    ("qual è il gioco migliore?", ("question", "active"), ["profile:alice", "recall:alice"], False),
+    # media / links
+    (
+        "look at this https://clips.twitch.tv/AmazingPlay",
+        ("media", "active"),
+        ["profile:alice", "recall:alice"],
+        False,
+    ),
+    (
+        "guarda questa foto del mio cane",
+        ("media", "active"),
+        ["profile:alice", "recall:alice"],
+        False,
+    ),
+    # plain statements: active participation only
+    ("I just adopted a cat named Miso", ("active",), ["profile:alice", "recall:alice"], False),
+    ("lavoro come grafica a Torino", ("active",), ["profile:alice", "recall:alice"], False),
+    # noise: no viewer, no source
+    ("lol", (), [], False),
+    ("ciao a tutti", (), [], False),
+    ("KEKW KEKW", (), [], False),
+]
+
+
+@pytest.mark.parametrize(("text", "signals", "keys", "explicit"), SINGLE_MESSAGE_CASES)
+def test_single_message(
+    text: str, signals: tuple[str, ...], keys: list[str], explicit: bool
+) -> None:
+    plan = make_planner().plan(batch(msg("alice", text)), [])
+    assert [v.signals for v in plan.viewers] == ([signals] if signals else [])
+    assert [s.key for s in plan.sources if s.viewer] == keys
+    assert all(s.explicit is explicit for s in plan.sources if s.viewer)
+    for source in plan.sources:
+        if source.viewer:
+            assert source.user_id == "1001"
+
+
+@pytest.mark.parametrize(
+    ("text", "history", "episodic"),
+    [
+        ("what happened before with that game?", [], True),
+        ("what happened before with that game?", [said("bob", "this game is so hard")], False),
+        ("what happened before with those games?", [said("bob", "this game is so hard")], False),
+        ("remember what you said at the start?", [], True),
+        ("remember what you said at the start?", [bot_said("welcome everyone")], True),
+        (
+            "do you remember the boss fight earlier?",
+            [said("bob", "the boss fight was epic")],
+            False,
+        ),
+        ("do you remember the boss fight earlier?", [said("bob", "nice weather")], True),
+        ("ti ricordi cosa hai detto all'inizio?", [], True),
+        ("cosa è successo prima con quel gioco?", [], True),
+        (
+            "cosa è successo prima con quel gioco?",
+            [said("bob", "questo gioco è bellissimo")],
+            False,
+        ),
+        ("di cosa abbiamo parlato poco fa?", [], True),
+        ("ti ricordi cosa faccio di lavoro?", [], False),  # about the speaker (Italian, no pronoun)
+        # no reference to earlier in the stream
+        ("I was a nurse before", [], False),
+        ("prima volta qui, ciao", [], False),
+        ("do you remember my name?", [], False),  # about the speaker: personal recall, not episodic
+        ("what game is this?", [], False),
+    ],
+)
+def test_episodic_only_for_uncovered_references(
+    text: str, history: list[models.HistoryItem], episodic: bool
+) -> None:
+    plan = make_planner().plan(batch(msg("alice", text)), history)
+    assert ("episodic" in kinds(plan)) is episodic
+    for source in plan.sources:
+        if source.kind == "episodic":
+            assert source.viewer is None
+            assert source.user_id is None
+
+
+def test_episodic_query_is_the_key_terms() -> None:
+    plan = make_planner().plan(batch(msg("alice", "what happened before with that game?")), [])
+    [episodic] = [s for s in plan.sources if s.kind == "episodic"]
+    assert episodic.query == "game"
+
+
+@pytest.mark.parametrize(
+    ("text", "lore"),
+    [
+        ("who made you?", True),
+        ("who created you livememory", True),
+        ("what's your story?", True),
+        ("tell me about yourself", True),
+        ("chi ti ha creato?", True),
+        ("raccontami la tua storia", True),
+        ("da dove vieni?", True),
+        ("is Captain Nebula coming back?", True),
+        ("siamo tornati al castello nero!", True),
+        ("who made this game?", False),
+        ("hello livememory, nice stream", False),  # the bot's own name is a mention, not lore
+        ("my captain at work is nice", False),
+        ("what is your favourite pizza", False),
+    ],
+)
+def test_lore_only_on_lore_references(text: str, lore: bool) -> None:
+    plan = make_planner().plan(batch(msg("alice", text)), [])
+    assert ("lore" in kinds(plan)) is lore
+
+
+@pytest.mark.parametrize(
+    ("text", "state"),
+    [
+        ("are alice and bob siblings?", True),
+        ("is dave her brother", True),
+        ("alice e bob sono fratelli?", True),
+        ("what's in the queue?", True),
+        ("did you add my song request", True),
+        ("la mia richiesta è in coda?", True),
+        ("add a note about the raffle", True),
+        ("ricordati questa nota", True),
+        ("tell the inside joke again", True),
+        ("il nostro tormentone!", True),
+        ("I love my new job", False),
+        ("che bella giornata", False),
+    ],
+)
+def test_state_only_on_its_domains(text: str, state: bool) -> None:
+    plan = make_planner().plan(batch(msg("alice", text)), [])
+    assert ("state" in kinds(plan)) is state
+
+
+def test_state_domains() -> None:
+    assert planner.state_domains("are they siblings? check the queue") == {
+        "relationships",
+        "requests",
+    }
+    assert planner.state_domains("una nota sul tormentone") == {"notes", "jokes"}
+    assert planner.state_domains("nothing here") == set()
+
+
+def test_no_source_for_noise_only_batch() -> None:
+    plan = make_planner().plan(
+        batch(msg("alice", "lol"), msg("bob", "KEKW"), msg("carol", "hi")), []
+    )
+    assert plan == models.Plan()
+
+
+def test_platform_events() -> None:
+    plan = make_planner().plan(
+        batch(
+            msg("alice", "", kind=models.EventKind.EVENT, event="sub"),
+            msg("bob", "", kind=models.EventKind.EVENT, event="follow"),
+            msg("carol", "raiding with forty friends", kind=models.EventKind.EVENT, event="raid"),
+        ),
+        [],
+    )
+    assert [(v.login, v.signals) for v in plan.viewers] == [
+        ("carol", ("platform_event", "active")),
+        ("alice", ("platform_event",)),
+    ]
+    assert kinds(plan) == ["profile:carol", "recall:carol", "profile:alice"]
+
+
+def test_strongest_first_and_max_viewers() -> None:
+    events = [
+        msg("erin", "I love painting landscapes"),  # active
+        msg("dave", "look https://example.com/pic.png"),  # media
+        msg("carol", "what should I cook tonight?"),  # question
+        msg("bob", "hey @livememory"),  # bot mention
+        msg("alice", "do you remember my cat?"),  # explicit recall
+    ]
+    plan = make_planner().plan(batch(*events), [])
+    assert [v.login for v in plan.viewers] == ["alice", "bob", "carol"]
+    assert [v.signals[0] for v in plan.viewers] == ["explicit_recall", "bot_mention", "question"]
+    scores = [v.score for v in plan.viewers]
+    assert scores == sorted(scores, reverse=True)
+    plan5 = make_planner(max_viewers=5).plan(batch(*events), [])
+    assert [v.login for v in plan5.viewers] == ["alice", "bob", "carol", "dave", "erin"]
+
+
+def test_a_stronger_signal_beats_any_sum_of_weaker_ones() -> None:
+    weaker = sorted(planner.WEIGHTS.values())
+    for index, weight in enumerate(weaker):
+        assert weight > sum(weaker[:index])
+
+
+def test_ties_break_by_message_count_then_order() -> None:
+    plan = make_planner().plan(
+        batch(
+            msg("bob", "pizza is great"),
+            msg("alice", "pasta is better"),
+            msg("alice", "carbonara forever"),
+        ),
+        [],
+    )
+    assert [v.login for v in plan.viewers] == ["alice", "bob"]
+    [alice_recall] = [s for s in plan.sources if s.key == "recall:alice"]
+    assert alice_recall.query == "pasta is better carbonara forever"
+
+
+def test_question_about_another_viewer_never_uses_the_askers_words_as_theirs() -> None:
+    """Carol asks where Alice lives; Bob once claimed "Alice lives in Rome"."""
+    history = [said("bob", "Alice lives in Rome"), said("alice", "I work as a graphic designer")]
+    plan = make_planner().plan(batch(msg("carol", "where does Alice live?")), history)
+    by_key = {s.key: s for s in plan.sources}
+    assert set(by_key) == {"profile:carol", "recall:carol", "profile:alice", "recall:alice"}
+    # the asker's recall searches the asker's own space with the asker's words
+    assert by_key["recall:carol"].user_id == "1003"
+    assert by_key["recall:carol"].query == "where does Alice live?"
+    # Alice's own space is searched (only her statements are there), not with her name as a claim
+    assert by_key["recall:alice"].user_id == "1001"
+    assert "alice" not in by_key["recall:alice"].query.split()
+    assert not by_key["recall:alice"].explicit
+    # Bob, whose claim is about Alice, is not planned at all
+    assert all(s.viewer != "bob" for s in plan.sources)
+    [carol, alice] = plan.viewers
+    assert carol.signals == ("question", "active")
+    assert alice.signals == ("mentioned_by_viewer",)
+
+
+def test_recall_request_about_another_viewer_is_explicit_for_them_only() -> None:
+    history = [said("alice", "I live in Turin")]
+    plan = make_planner().plan(batch(msg("bob", "what do you remember about @alice?")), history)
+    by_key = {s.key: s for s in plan.sources}
+    assert by_key["profile:alice"].explicit and by_key["recall:alice"].explicit
+    assert not by_key["profile:bob"].explicit
+    assert "explicit_recall" not in plan.viewers[0].signals
+
+
+def test_mentions_resolve_only_known_viewers() -> None:
+    plan = make_planner().plan(batch(msg("alice", "@stranger say hi to @bob")), [said("bob", "yo")])
+    assert {v.login for v in plan.viewers} == {"alice", "bob"}
+    [bob] = [v for v in plan.viewers if v.login == "bob"]
+    assert bob.user_id == "1002"
+
+
+def test_bot_messages_and_commands_are_ignored() -> None:
+    plan = make_planner().plan(
+        batch(
+            msg("livememory", "do you remember me? who made you?"),
+            msg("alice", "!forget everything", kind=models.EventKind.COMMAND),
+        ),
+        [],
+    )
+    assert plan == models.Plan()
+
+
+def test_plan_is_deterministic_and_pure() -> None:
+    history = [said("bob", "the boss fight was epic")]
+    events = batch(
+        msg("alice", "do you remember my cat? who made you?"),
+        msg("bob", "@carol are you and dave siblings?"),
+        msg("carol", "what happened before with that game?"),
+    )
+    before = list(history)
+    first = make_planner().plan(events, history)
+    second = make_planner().plan(events, list(history))
+    assert first == second
+    assert first.to_json() == second.to_json()
+    assert kinds(first)[-3:] == ["episodic", "lore", "state"]
+    assert history == before

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from memory import models
+from memory import profile as profile_module
+
+if TYPE_CHECKING:
+    from memory.adapters import postgres
+
+T0 = datetime(2026, 3, 1, 20, 0, tzinfo=UTC)
+
+DERIVED = [
+    ("I live in Rome", [("location", "Rome")]),
+    ("I moved to Turin last month", [("location", "Turin")]),
+    ("I just moved to New York City", [("location", "New York City")]),
+    ("vivo a Roma", [("location", "Roma")]),
+    ("abito a Napoli da tre anni", [("location", "Napoli")]),
+    ("mi sono trasferita a Torino", [("location", "Torino")]),
+    ("I'm from Milan", [("hometown", "Milan")]),
+    ("sono di Milano", [("hometown", "Milano")]),
+    ("vengo da Palermo", [("hometown", "Palermo")]),
+    ("I work as a graphic designer", [("job", "graphic designer")]),
+    ("lavoro come grafico", [("job", "grafico")]),
+    ("faccio il cuoco", [("job", "cuoco")]),
+    ("I work at Ferrari", [("employer", "Ferrari")]),
+    ("I'm 25", [("age", "25")]),
+    ("ho 31 anni", [("age", "31")]),
+    ("my name is Marco", [("name", "Marco")]),
+    ("mi chiamo Giulia", [("name", "Giulia")]),
+    ("my cat is called Miso", [("pet:cat", "Miso")]),
+    ("il mio gatto si chiama Miso", [("pet:cat", "Miso")]),
+    ("ho un cane che si chiama Rex", [("pet:dog", "Rex")]),
+    ("I have a dog named Rex", [("pet:dog", "Rex")]),
+    ("I study physics", [("study", "physics")]),
+    ("studio ingegneria", [("study", "ingegneria")]),
+    ("I live in Rome and I work as a nurse", [("location", "Rome"), ("job", "nurse")]),
+    ("I love hiking", []),
+    ("my studio is full of plants", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), DERIVED)
+def test_slots_are_derived_from_simple_en_it_patterns(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert sorted(profile_module.derive(text)) == sorted(expected)
+
+
+def memory(mid: str, text: str, minutes: int, user_id: str = "1001") -> models.MemoryRecord:
+    return models.MemoryRecord(
+        id=f"00000000-0000-0000-0000-{int(mid[1:]):012d}",
+        space=f"viewer:{user_id}",
+        kind=models.MemoryKind.PERSONAL,
+        text=text,
+        user_id=user_id,
+        login="alice",
+        stream="s1",
+        turn_id=f"t{mid}",
+        origin_message_ids=(mid,),
+        first_ts=T0 + timedelta(minutes=minutes),
+        last_ts=T0 + timedelta(minutes=minutes),
+    )
+
+
+async def test_unknown_viewer_has_no_profile(db: postgres.Database) -> None:
+    assert await profile_module.ProfileStore(db).get("nobody") is None
+
+
+async def test_a_newer_fact_supersedes_an_older_one_of_the_same_slot(db: postgres.Database) -> None:
+    store = profile_module.ProfileStore(db)
+    await store.apply_memories([memory("m1", "I live in Rome", 0)])
+    await store.apply_memories([memory("m2", "I moved to Turin", 5)])
+    await store.apply_memories([memory("m0", "I live in Milan", -5)])  # late, older: ignored
+
+    profile = await store.get("1001")
+    assert profile is not None
+    assert profile.lines() == ["location: Turin"]
+    fact = profile.facts[0]
+    assert (fact.text, fact.origin_message_ids, fact.turn_id) == (
+        "I moved to Turin",
+        ("m2",),
+        "tm2",
+    )
+
+
+async def test_slots_come_first_and_only_the_newest_notes_stay(db: postgres.Database) -> None:
+    store = profile_module.ProfileStore(db)
+    await store.apply_memories(
+        [
+            memory("m1", "I love hiking in the Alps", 1),
+            memory("m2", "my cat is called Miso", 2),
+            memory("m3", "I collect vinyl records", 3),
+            memory("m4", "I play the guitar", 4),
+            memory("m5", "I work as a nurse", 5),
+            memory("m6", "I'm vegan", 6),
+            memory("m7", "I'm 25", 7),
+        ]
+    )
+    profile = await store.get("1001")
+    assert profile is not None
+    assert profile.lines() == [
+        "age: 25",
+        "job: nurse",
+        "pet:cat: Miso",
+        "I'm vegan",
+        "I play the guitar",
+        "I collect vinyl records",
+    ]
+
+
+async def test_profiles_are_per_viewer_and_deletable(db: postgres.Database) -> None:
+    store = profile_module.ProfileStore(db)
+    alice, bob = memory("m1", "I live in Rome", 0), memory("m2", "I live in Bari", 0, "1002")
+    await store.apply_memories([alice, bob])
+
+    assert await store.delete_memories([alice.id]) == ["1001"]
+    assert await store.get("1001") is None
+    bob_profile = await store.get("1002")
+    assert bob_profile is not None and bob_profile.lines() == ["location: Bari"]
+    assert await store.delete_turn("tm2") == ["1002"]
+    await store.apply_memories([bob])
+    assert await store.delete_viewer("1002") == 1
+    assert await store.get("1002") is None
