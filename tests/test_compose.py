@@ -44,7 +44,9 @@ def test_the_apps_use_the_design_environment_names(compose: dict[str, Any]) -> N
     env = compose["services"]["bot"]["environment"]
     for name in ("DATABASE_URL", "REDIS_URL", "QDRANT_URL", "OLLAMA_HOST", "LIVEMEMORY_DATA_DIR"):
         assert name in env, name
-    assert env["DATABASE_URL"].startswith("postgresql://") and "@postgres:5432/" in env["DATABASE_URL"]
+    assert (
+        env["DATABASE_URL"].startswith("postgresql://") and "@postgres:5432/" in env["DATABASE_URL"]
+    )
     assert compose["services"]["bot"]["command"] == ["python", "-m", "bot", "run"]
     assert compose["services"]["worker"]["command"] == ["python", "-m", "memory.worker"]
 
