@@ -29,7 +29,8 @@ def parse_line(line: str, stream: str, prefix: str) -> models.ChatEvent | None:
     text = line.strip()
     if not text:
         return None
-    login, badges = "viewer", ()
+    login = "viewer"
+    badges: tuple[str, ...] = ()
     head, sep, rest = text.partition(":")
     if sep and head and " " not in head.strip() and rest.strip():
         name = head.strip()

@@ -125,8 +125,17 @@ class LiveSession(Session):
     """Live chat: a queue and a task per stream (turns of a stream in order, streams concurrently),
     and a timer that closes a batch once its window has passed on the wall clock."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        services: services_module.Services,
+        deliver: Callable[[models.TurnReport], Awaitable[None]],
+        *,
+        commands: CommandHandler | None = None,
+        sync_consolidation: bool = False,
+    ) -> None:
+        super().__init__(
+            services, deliver, commands=commands, sync_consolidation=sync_consolidation
+        )
         self._queues: dict[str, asyncio.Queue[models.Batch | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()

@@ -9,19 +9,19 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
+import twitchio
 from twitchio.models.eventsub_ import create_event_instance
 
 from bot import services as services_module
 from bot import session as session_module
-from bot.twitch import commands
+from bot.twitch import commands, memory_commands
 from bot.twitch.components import chat
 from config import settings as settings_module
 from memory import models
 from tests.fakes import twitch as fake_twitch
 
 if TYPE_CHECKING:
-    import twitchio
-
+    from memory.adapters import postgres
     from tests.conftest import SettingsFactory
     from tests.fakes import ollama as fake_ollama_module
 
@@ -316,7 +316,9 @@ def notification(event_data: dict[str, object]) -> twitchio.ChatMessage:
         },
         "payload": {"subscription": {}, "event": event_data},
     }
-    return create_event_instance("channel.chat.message", note, http=None)  # type: ignore[arg-type,return-value]
+    message = create_event_instance("channel.chat.message", note, http=None)  # type: ignore[arg-type]
+    assert isinstance(message, twitchio.ChatMessage)
+    return message
 
 
 def test_chat_message_becomes_a_chat_event() -> None:
@@ -390,3 +392,45 @@ async def test_commands_are_answered_apart_and_never_reach_the_model(
     # the commands are in the transcript, as commands
     kinds = {m.text: m.kind for m in messages}
     assert kinds["!forget last"] is models.EventKind.COMMAND
+
+
+# -- over the real memory operations (issue 3) ---------------------------------------------------
+async def test_commands_over_the_memory_operations(
+    db: postgres.Database, make_settings: SettingsFactory
+) -> None:
+    from tests import test_consolidation as helpers
+    from tests import test_operations
+
+    mem = test_operations.Memory(db, make_settings(bot_name="mnemo"))
+    await mem.turn(helpers.msg("m1", "alice", "I work as a graphic designer"))
+    await mem.turn(helpers.msg("m2", "alice", "my cat is called Miso", second=10))
+    await mem.turn(helpers.msg("m3", "bob", "I play the guitar", second=20))
+    alice, bob = helpers.VIEWERS["alice"], helpers.VIEWERS["bob"]
+    handler = memory_commands.build(make_settings(twitch={"command_cooldown_seconds": 0}), mem.ops)
+
+    async def say(login: str, text: str, badges: tuple[str, ...] = ()) -> str | None:
+        ev = helpers.msg(f"c{next(_ids)}", login, text, second=30)
+        ev = dataclasses.replace(ev, kind=models.EventKind.COMMAND, badges=badges)
+        return await handler.handle(ev, batch_of(ev))
+
+    summary = await say("alice", "!memory")
+    assert summary is not None and "Miso" in summary and "graphic designer" in summary
+    [miso] = [r for r in await mem.personal(alice) if "Miso" in r.text]
+    assert f"[{miso.id[:6]}]" in summary
+    # bob cannot forget alice's memory, even by its id
+    assert await say("bob", f"!forget {miso.id}") == "@bob I can't find that memory."
+    # alice corrects it by its short id; the reply does not repeat the new text
+    reply = await say("alice", f"!correct {miso.id[:6]} my cat is called Pepe")
+    assert reply == "@alice done, that memory is corrected."
+    texts = [r.text for r in await mem.personal(alice)]
+    assert "my cat is called Pepe" in texts and "my cat is called Miso" not in texts
+    # !forget last: her latest memory goes, the older one stays
+    assert await say("alice", "!forget last") == "@alice done, I forgot 1 recent memory."
+    assert [r.text for r in await mem.personal(alice)] == ["I work as a graphic designer"]
+    # carla, a moderator, forgets all of bob, after confirming
+    assert "confirm" in (await say("carla", "!forget @bob all", ("moderator",)) or "")
+    await say("carla", "!forget @bob all confirm", ("moderator",))
+    assert await mem.personal(bob) == []
+    actors = {(row["actor"], row["action"]) for row in await mem.audit()}
+    assert {("twitch:alice", "correct"), ("twitch:alice", "forget_memory")} <= actors
+    assert ("twitch:carla", "forget_viewer") in actors

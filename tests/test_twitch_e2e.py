@@ -2,8 +2,8 @@
 127.0.0.1, base URLs from settings) and the fake Ollama, through the live session and pipeline.
 
 Several viewers chat over the WebSocket; the bot answers through ``POST /helix/chat/messages``; a
-429 is waited out, a reply over 500 characters is split, a dropped message is recorded, a
-``session_reconnect`` loses no message, a command is answered apart from the model, and the
+429 is waited out, a reply over 500 characters is split, a dropped message is recorded, neither a
+``session_reconnect`` nor a dropped socket loses a message, a command is answered apart from the model, and the
 transcript holds the messages and the replies. Tokens go to Postgres, never to a file.
 """
 
@@ -128,6 +128,7 @@ async def test_live_chat_end_to_end(
         "!memory",
         "dave: said during the reconnect",
         "erin: said after the reconnect",
+        "frank: back after the drop",
     }
     assert {m.stream for m in messages} == {"777"}
 
@@ -158,10 +159,11 @@ async def test_live_chat_end_to_end(
     prompts = " ".join(m["content"] for r in fake_ollama.chat_requests for m in r["messages"])
     assert "!memory" not in prompts and "hello from bob" in prompts
 
-    # session_reconnect: a new session id, and both messages around it were answered
-    assert seen["sessions"] == 2
+    # session_reconnect then a dropped socket: a new session id each time, every message answered
+    assert seen["sessions"] == 3
     assert any("said during the reconnect" in t for t in sent_texts)
     assert any("said after the reconnect" in t for t in sent_texts)
+    assert any("back after the drop" in t for t in sent_texts)
 
     # tokens: in Postgres, never in a file in the working directory
     assert [t.user_id for t in stored] == ["1001"]
@@ -198,6 +200,13 @@ async def drive(
     await fake.wait_connections(2)
     await fake.push_chat(say("erin", "3007", "erin: said after the reconnect"))
     await fake.wait_sent(6)
+
+    # a dropped socket: TwitchIO connects again and subscribes on the new session
+    await fake.drop_socket()
+    await fake.wait_connections(3)
+    await fake.wait_subscriptions(2)
+    await fake.push_chat(say("frank", "3008", "frank: back after the drop"))
+    await fake.wait_sent(7)
     seen["sessions"] = len({c.session_id for c in fake.connections})
 
 
@@ -240,3 +249,18 @@ async def test_invalid_credential_exits_2_with_one_line(
     assert code == credentials.EXIT_CREDENTIALS
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
+
+
+async def test_stream_session_is_the_live_stream_else_temporary(
+    make_settings: SettingsFactory, twitch_fake: fake_twitch.FakeTwitch
+) -> None:
+    settings = twitch_settings(make_settings, twitch_fake)
+
+    async def sink(event: object) -> None:
+        raise AssertionError("no chat expected")
+
+    async with client.LiveMemoryBot(settings, on_chat=sink) as bot:
+        stream, temporary = await bot._stream_of(fake_twitch.OWNER_ID)
+        assert temporary and stream.startswith("tmp-")
+        twitch_fake.live[fake_twitch.OWNER_ID] = "4242"
+        assert await bot._stream_of(fake_twitch.OWNER_ID) == ("4242", False)

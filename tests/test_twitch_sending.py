@@ -177,9 +177,12 @@ async def test_the_limiter_paces_a_burst_of_parts() -> None:
 # -- TwitchIO's exceptions → the sender's ------------------------------------------------------
 def test_translate_twitchio_exceptions() -> None:
     limited = twitchio.HTTPException("429", status=429, extra={"message": "rate limited"})
-    assert isinstance(helix.translate(limited, "1800000007"), sending.RateLimited)
-    assert helix.translate(limited, "1800000007").reset_at == 1_800_000_007.0
-    assert helix.translate(limited, "garbage").reset_at is None
+    waited = helix.translate(limited, "1800000007")
+    assert isinstance(waited, sending.RateLimited)
+    assert waited.reset_at == 1_800_000_007.0
+    garbage = helix.translate(limited, "garbage")
+    assert isinstance(garbage, sending.RateLimited)
+    assert garbage.reset_at is None
     sent = SentMessage(
         {
             "message_id": "",

@@ -170,11 +170,11 @@ class LiveMemoryBot(commands.Bot):
 
     async def _resolve_channels(self) -> list[Channel]:
         wanted = [c.strip().removeprefix("@") for c in self.settings.twitch.channels]
-        ids = [c for c in wanted if c.isdigit()]
+        ids: list[str | int] = [c for c in wanted if c.isdigit()]
         logins = [c.lower() for c in wanted if not c.isdigit()]
         users = await self.fetch_users(ids=ids or None, logins=logins or None)
         found = {u.name.lower() for u in users if u.name} | {str(u.id) for u in users}
-        for name in [*ids, *logins]:
+        for name in [*map(str, ids), *logins]:
             if name not in found:
                 raise credentials.invalid("channels", f"name an unknown channel: {name!r}")
         channels = []

@@ -213,6 +213,8 @@ class CommandHandler:
             return await self._run(parsed, event)
         except errors.UnknownMemory:
             return f"@{event.login} I can't find that memory."
+        except errors.InvalidMemory:
+            return f"@{event.login} I can't change that memory from chat."
         except errors.UnknownViewer:
             return f"@{event.login} I don't know @{parsed.target}."
         except errors.StoreUnavailable:
@@ -270,7 +272,7 @@ class CommandHandler:
         key = (event.user_id, user_id)
         now = self.clock.monotonic()
         asked = self._pending.pop(key, None)
-        again = f"!forget {'@' + command.target + ' all' if about else 'me'} confirm"
+        again = f"!forget {f'@{command.target} all' if about else 'me'} confirm"
         if not command.confirm:
             self._pending[key] = now
             return (

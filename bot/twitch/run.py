@@ -106,6 +106,7 @@ async def _serve(
             watchers.append(asyncio.create_task(_close_on(stop, bot, session), name="twitch-stop"))
         if ready is not None:
             watchers.append(asyncio.create_task(_when_ready(bot, ready), name="twitch-ready"))
+        results: list[BaseException | None] = []
         try:
             await runner
         except (bot_errors.CredentialError, twitchio.HTTPException) as exc:
@@ -116,7 +117,10 @@ async def _serve(
         finally:
             for task in watchers:
                 task.cancel()
-            await asyncio.gather(*watchers, return_exceptions=True)
+            results = await asyncio.gather(*watchers, return_exceptions=True)
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        raise failed[0]  # a dying side task stops the bot and is reported
     return 0
 
 
@@ -133,4 +137,8 @@ async def _when_ready(
     bot: client.LiveMemoryBot, ready: Callable[[client.LiveMemoryBot], Awaitable[None]]
 ) -> None:
     await bot.wait_until_ready()
-    await ready(bot)
+    try:
+        await ready(bot)
+    except Exception:
+        await bot.close()
+        raise

@@ -227,7 +227,7 @@ class FakeTwitch:
 
     async def drop_socket(self) -> None:
         """Close the newest connection abruptly (a network drop)."""
-        await self.current.ws.close(code=1006)
+        await self.current.ws.close(code=1011, message=b"internal server error")
 
     # -- server --------------------------------------------------------------------------------
     async def start(self) -> None:
