@@ -39,7 +39,7 @@ def parse_line(line: str, stream: str, prefix: str) -> models.ChatEvent | None:
             badges = tuple(b.strip() for b in badge_text.split(",") if b.strip())
         login, text = identity.normalize_login(name) or "viewer", rest.strip()
     return models.ChatEvent(
-        id=str(uuid.uuid4()),
+        id=f"c-{uuid.uuid4().hex[:12]}",
         stream=stream,
         user_id=console_user_id(login),
         login=login,

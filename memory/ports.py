@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import builtins
     from collections.abc import Collection, Mapping, Sequence
 
     from memory import models
@@ -75,15 +76,25 @@ class Planner(Protocol):
 
 
 class Recall(Protocol):
-    """What the memory stage brought back for one turn."""
+    """What the memory stage brought back for one turn (read-only for its consumers)."""
 
-    #: recall items in prompt order, with provenance
-    items: list[models.RecallItem]
-    #: milliseconds per source key (``recall:alice``) and ``memory_total``
-    timings_ms: dict[str, float]
-    degraded: list[models.Degraded]
-    #: the assembled, sectioned memory block for the prompt ("" when nothing)
-    block: str
+    @property
+    def items(self) -> list[models.RecallItem]:
+        """Recall items in prompt order, with provenance."""
+        ...
+
+    @property
+    def timings_ms(self) -> dict[str, float]:
+        """Milliseconds per source key (``recall:alice``) and ``memory_total``."""
+        ...
+
+    @property
+    def degraded(self) -> list[models.Degraded]: ...
+
+    @property
+    def block(self) -> str:
+        """The assembled, sectioned memory block for the prompt ("" when nothing)."""
+        ...
 
 
 class Retriever(Protocol):
@@ -151,4 +162,4 @@ class MemorySpaces(Protocol):
 
     async def count(self, space: str) -> int: ...
 
-    async def spaces(self) -> list[str]: ...
+    async def spaces(self) -> builtins.list[str]: ...

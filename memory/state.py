@@ -22,13 +22,15 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
     from datetime import datetime
 
+    from _typeshed import DataclassInstance
+
 logger = logging.getLogger(__name__)
 
 #: the space name and source kind of state recall items
 STATE_SPACE = "state"
 #: rows returned per list by default
 DEFAULT_LIMIT = 20
-_T = TypeVar("_T")
+_T = TypeVar("_T", bound="DataclassInstance")
 #: query words that select channel-wide rows in ``fetch_state``
 _WORD = re.compile(r"\w{4,}")
 
@@ -60,7 +62,7 @@ class Executor(Protocol):
 
 def _build(cls: type[_T], row: Mapping[str, Any], **values: Any) -> _T:
     """A record from a row: its fields by column name, unless given in ``values``."""
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    names = [f.name for f in dataclasses.fields(cls)]
     return cls(**{name: values[name] if name in values else row[name] for name in names})
 
 

@@ -25,6 +25,7 @@ from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres
 
 if TYPE_CHECKING:
+    from config.settings import Settings
     from tests.conftest import SettingsFactory
     from tests.fakes import ollama as fake_ollama_module
 
@@ -93,7 +94,7 @@ async def test_barriers_are_recorded_merged_per_turn_and_read_back(
 
 async def run_turn(
     db: postgres.Database,
-    settings: object,
+    settings: Settings,
     fake_ollama: fake_ollama_module.FakeOllama,
     events: list[models.ChatEvent],
 ) -> models.TurnReport:
@@ -107,7 +108,7 @@ async def run_turn(
             planner=pipeline.NoPlanner(),
             retriever=pipeline.NoRetrieval(),
             reducer=reducers.KeepAll(),
-            tools=tools.ToolRunner(db, settings),  # type: ignore[arg-type]
+            tools=tools.ToolRunner(db, settings),
         ),
         system_prompt="You are Mnemo.",
     )

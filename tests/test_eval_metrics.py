@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memory import models
 from memory.eval import harness, metrics, suite, synthetic
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def test_recall_at_k_counts_evidence_in_the_first_k() -> None:
@@ -193,3 +197,22 @@ def test_gate_on_recall_against_the_baseline() -> None:
     )
     assert suite.gate([result], None) == []
     assert suite.gate([], None)[0].startswith("GATE FAIL")
+
+
+async def test_replay_through_the_real_system(database_url: str, tmp_path: Path) -> None:
+    """The harness drives the wired system (no model) and the synthetic stream scores sanely."""
+    stream = synthetic.generate(seed=4, viewers=4, noise_per_item=(0, 1))
+    case = harness.from_synthetic(stream)
+    settings = harness.eval_settings(
+        tmp_path,
+        database_url=database_url,
+        lore_dir=harness.write_lore(tmp_path / "lore", case.lore),
+    )
+    reports = await harness.run_full(case, settings)
+    result = harness.score(case, reports, config="full")
+    m = result.metrics
+    assert m["probes_answered"] == len(case.probes)
+    assert m["failed_turns"] == 0
+    assert m["misattribution"]["total"] > 0 and m["misattribution"]["hits"] == 0
+    assert m["recall@10"] is not None and m["recall@10"] > 0
+    assert m["latency_ms"]["count"] == len(reports)

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import asyncpg
 import pytest
 
 from memory import errors, migrate
 from memory.adapters import postgres
 from tests import conftest
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MIGRATIONS = migrate.discover()
 
@@ -20,7 +25,7 @@ def test_migrations_numbered_without_gaps_or_duplicates() -> None:
     assert versions == list(range(1, len(versions) + 1))
 
 
-def test_badly_named_migration_is_refused(tmp_path: conftest.Path) -> None:
+def test_badly_named_migration_is_refused(tmp_path: Path) -> None:
     (tmp_path / "0001_Bad-Name.sql").write_text("select 1")
     with pytest.raises(errors.MigrationError, match="NNNN_snake_case"):
         migrate.discover(tmp_path)
@@ -51,7 +56,7 @@ async def test_all_migrations_apply_to_an_empty_database_and_a_second_run_does_n
 
 
 async def test_failed_migration_rolls_back_and_says_which(
-    db: postgres.Database, tmp_path: conftest.Path
+    db: postgres.Database, tmp_path: Path
 ) -> None:
     (tmp_path / "0001_ok.sql").write_text("CREATE TABLE ok_table (x int);")
     (tmp_path / "0002_broken.sql").write_text("CREATE TABLE half (x int); SELECT nonsense_column;")

@@ -10,6 +10,9 @@ from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from memory import ports
     from tests.fakes import ollama as fake_ollama_module
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
@@ -27,16 +30,16 @@ def chat(n: int, login: str, text: str, stream: str = "s1") -> models.ChatEvent:
 
 
 def make_pipeline(
-    db: postgres.Database, model: object | None, reducer: object | None = None
+    db: postgres.Database, model: ports.ChatModel | None, reducer: ports.Reducer | None = None
 ) -> pipeline.TurnPipeline:
     return pipeline.TurnPipeline(
         transcript=transcript.Transcript(db),
         history=working.InProcessHistory(cap=100),
-        model=model,  # type: ignore[arg-type]
+        model=model,
         seams=pipeline.Seams(
             planner=pipeline.NoPlanner(),
             retriever=pipeline.NoRetrieval(),
-            reducer=reducer or pipeline.KeepAll(),  # type: ignore[arg-type]
+            reducer=reducer or pipeline.KeepAll(),
         ),
         system_prompt="You are Mnemo.",
     )
@@ -107,7 +110,7 @@ async def test_without_a_model_the_prompt_is_built_and_the_turn_completes(
 async def test_the_reducer_bounds_what_is_sent_while_history_grows(db: postgres.Database) -> None:
     class LastThree:
         async def reduce(
-            self, stream: str, items: list[models.HistoryItem]
+            self, stream: str, items: Sequence[models.HistoryItem]
         ) -> list[models.HistoryItem]:
             return [items[0], *items[1:][-3:]]
 
@@ -152,7 +155,11 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
             return [{"type": "function", "function": {"name": "set_relationship"}}]
 
         async def run(
-            self, turn_id: str, stream: str, batch_calls: list[models.ToolCall], speakers: object
+            self,
+            turn_id: str,
+            stream: str,
+            batch_calls: Sequence[models.ToolCall],
+            speakers: Mapping[str, str],
         ) -> Round:
             calls.extend((c.name, dict(c.arguments)) for c in batch_calls)
             return Round(batch_calls[0])
@@ -167,7 +174,7 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
         planner=pipeline.NoPlanner(),
         retriever=pipeline.NoRetrieval(),
         reducer=pipeline.KeepAll(),
-        tools=Tools(),  # type: ignore[arg-type]
+        tools=Tools(),
     )
     fake_ollama.call_tool("set_relationship", {"a": "alice", "b": "bob", "kind": "siblings"})
     fake_ollama.reply("noted!")

@@ -16,7 +16,7 @@ from memory.adapters import ollama as ollama_adapter
 from tests.fakes import ollama as fake_ollama_module
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from memory.adapters import postgres
     from tests.conftest import SettingsFactory
@@ -348,12 +348,12 @@ async def test_a_failed_summary_drops_older_messages_and_the_turn_goes_on(
     ],
 )
 def test_build_reducer_follows_the_settings(
-    make_settings: SettingsFactory, name: str, cls: Callable[..., Any]
+    make_settings: SettingsFactory, name: str, cls: type[object]
 ) -> None:
     cfg = make_settings(history={"reducer": name}, ollama={"summary_model": "llama3.2:1b"})
     model = ollama_adapter.OllamaChat("http://127.0.0.1:9", "llama3.2:3b")
     reducer = reducers.build_reducer(cfg, model=model)
-    assert isinstance(reducer, cls)  # type: ignore[arg-type]
+    assert isinstance(reducer, cls)
     if isinstance(reducer, reducers.SummarizingReducer):
         assert reducer.model_name == "llama3.2:1b"
         with pytest.raises(errors.ConfigurationError):

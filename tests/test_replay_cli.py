@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,7 +28,7 @@ def env(database_url: str, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def reports(out: str) -> list[dict[str, object]]:
+def reports(out: str) -> list[dict[str, Any]]:  # decoded JSON
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
@@ -40,13 +40,13 @@ def test_replay_json_prints_one_full_report_per_turn(env: dict[str, str], tmp_pa
     for turn in turns:
         assert set(turn) >= REPORT_FIELDS
         assert {"messages_in_history", "messages_sent", "tokens_estimate", "preview"} <= set(
-            turn["prompt"]  # type: ignore[arg-type]
+            turn["prompt"]
         )
     chat_turns = [t for t in turns if t["command"] is None]
-    assert all("memory_total" in t["timings_ms"] for t in chat_turns)  # type: ignore[operator]
-    history = [t["prompt"]["messages_in_history"] for t in chat_turns]  # type: ignore[index]
+    assert all("memory_total" in t["timings_ms"] for t in chat_turns)
+    history = [t["prompt"]["messages_in_history"] for t in chat_turns]
     assert history == sorted(history) and history[-1] > history[0]
-    ids = [i for t in turns for i in t["message_ids"]]  # type: ignore[attr-defined]
+    ids = [i for t in turns for i in t["message_ids"]]
     assert len(ids) == len(set(ids)) == sum(1 for _ in cli.EXAMPLE.open())
 
 
@@ -61,13 +61,13 @@ def test_restarting_a_replay_continues_the_same_transcript(
     second = cli.run("bot", "replay", str(cli.EXAMPLE), "--json", "--no-llm", env=env, cwd=tmp_path)
     assert second.code == 0, second.err
     assert "already answered" in second.err
-    done_first = [i for t in reports(first.out) for i in t["message_ids"]]  # type: ignore[attr-defined]
-    done_second = [i for t in reports(second.out) for i in t["message_ids"]]  # type: ignore[attr-defined]
+    done_first = [i for t in reports(first.out) for i in t["message_ids"]]
+    done_second = [i for t in reports(second.out) for i in t["message_ids"]]
     assert not set(done_first) & set(done_second)
     assert sorted(done_first + done_second) == sorted(json.loads(x)["id"] for x in lines)
     # the history continues: the first turn after the restart sees everything before it
     first_after = reports(second.out)[0]
-    assert first_after["prompt"]["messages_in_history"] > 12  # type: ignore[index]
+    assert first_after["prompt"]["messages_in_history"] > 12
 
 
 def test_a_malformed_line_names_its_number_and_keeps_what_came_before(
@@ -80,7 +80,7 @@ def test_a_malformed_line_names_its_number_and_keeps_what_came_before(
     assert result.code == 1
     assert "broken.jsonl:6:" in result.err and "ts" in result.err
     assert "Traceback" not in result.err
-    answered = [i for t in reports(result.out) for i in t["message_ids"]]  # type: ignore[attr-defined]
+    answered = [i for t in reports(result.out) for i in t["message_ids"]]
     assert sorted(answered) == sorted(json.loads(x)["id"] for x in lines[:5])
 
 

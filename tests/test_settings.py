@@ -58,9 +58,9 @@ def test_dotenv_is_read_and_unknown_keys_rejected(clean_env: Path) -> None:
 
 def test_nested_unknown_keys_and_bounds_rejected(clean_env: Path) -> None:
     with pytest.raises(pydantic.ValidationError):
-        settings_module.Settings(batch={"window": 2})  # type: ignore[arg-type]
+        settings_module.Settings(batch={"window": 2})
     with pytest.raises(pydantic.ValidationError):
-        settings_module.Settings(memory={"max_viewers": 6})  # type: ignore[arg-type]
+        settings_module.Settings(memory={"max_viewers": 6})
 
 
 def test_dotenv_may_hold_docker_compose_variables(clean_env: Path) -> None:

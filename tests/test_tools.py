@@ -54,7 +54,7 @@ def result(item: models.HistoryItem) -> dict[str, Any]:
 
 
 def test_tool_schemas_are_ollama_function_tools(make_settings: SettingsFactory) -> None:
-    runner = tools.ToolRunner(None, make_settings())  # type: ignore[arg-type]
+    runner = tools.ToolRunner(None, make_settings())  # type: ignore[arg-type]  # no db needed
     schemas = runner.tool_schemas()
     names = [s["function"]["name"] for s in schemas]
     assert set(names) >= {

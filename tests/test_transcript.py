@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 
 
-def chat(n: int, login: str = "alice", user_id: str = "1001", **kw: object) -> models.ChatEvent:
+def chat(n: int, login: str = "alice", user_id: str = "1001", **kw: Any) -> models.ChatEvent:
     return models.ChatEvent(
         id=f"m{n}",
         stream="s1",
@@ -22,7 +22,7 @@ def chat(n: int, login: str = "alice", user_id: str = "1001", **kw: object) -> m
         login=login,
         text=f"text {n}",
         ts=T0 + timedelta(seconds=n),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -39,7 +39,8 @@ async def test_finish_turn_writes_outcome_and_consolidation_job_atomically(
     store = transcript.Transcript(db)
     await store.append_events([chat(1), chat(2)])
     turn_id = await store.start_turn("s1", ["m1", "m2"])
-    assert (await store.turn(turn_id)).status is models.TurnStatus.PENDING  # type: ignore[union-attr]
+    row = await store.turn(turn_id)
+    assert row is not None and row.status is models.TurnStatus.PENDING
     await store.finish_turn(
         turn_id,
         stream="s1",
@@ -62,7 +63,7 @@ async def test_a_turn_outcome_is_written_once(db: postgres.Database) -> None:
     store = transcript.Transcript(db)
     await store.append_events([chat(1)])
     turn_id = await store.start_turn("s1", ["m1"])
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "stream": "s1",
         "status": models.TurnStatus.FAILED,
         "reply": None,
@@ -71,10 +72,11 @@ async def test_a_turn_outcome_is_written_once(db: postgres.Database) -> None:
         "report": {},
         "consolidate": False,
     }
-    await store.finish_turn(turn_id, **kwargs)  # type: ignore[arg-type]
+    await store.finish_turn(turn_id, **kwargs)
     with pytest.raises(Exception, match="duplicate key"):
-        await store.finish_turn(turn_id, **kwargs)  # type: ignore[arg-type]
-    assert (await store.turn(turn_id)).error == "boom"  # type: ignore[union-attr]
+        await store.finish_turn(turn_id, **kwargs)
+    row = await store.turn(turn_id)
+    assert row is not None and row.error == "boom"
 
 
 async def test_history_rebuild_orders_messages_and_replies_and_skips_commands(

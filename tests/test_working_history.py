@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 
 
-def item(n: int, **kw: object) -> models.HistoryItem:
+def item(n: int, **kw: Any) -> models.HistoryItem:
     return models.HistoryItem(
         role=models.Role.USER,
         text=f"t{n}",
@@ -25,7 +25,7 @@ def item(n: int, **kw: object) -> models.HistoryItem:
         login="alice",
         user_id="1001",
         message_id=f"m{n}",
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

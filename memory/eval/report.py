@@ -203,7 +203,7 @@ def _bench_plot(plt: Any, out_dir: Path, rows: Sequence[Mapping[str, Any]]) -> P
                 ax.plot(
                     *zip(*points, strict=True), marker="o", label=f"{layout}, {viewers} viewers"
                 )
-    ax.set(xscale="log", yscale="log", xlabel="stored memories", ylabel="search p50 (ms)",
+    ax.set(xscale="log", yscale="log", xlabel="stored memories", ylabel="memory stage p50 (ms)",
            title="Memory search latency vs size (embedded Qdrant)")  # fmt: skip
     ax.legend(fontsize=7)
     return _save(plt, fig, out_dir / "bench_latency.png")
