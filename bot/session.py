@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memory import batcher as batcher_module
-from memory import models, working
+from memory import jobs, models, transcript, working
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -80,13 +80,39 @@ class Session:
         return True
 
     async def run_batch(self, batch: models.Batch) -> None:
-        for event in batch.commands:
+        """Answer a batch in its own order: the chat before a command is answered and consolidated
+        first, so ``!forget last`` right after a statement forgets that statement."""
+        chat: list[models.ChatEvent] = []
+        for event in batch.events:
+            if not event.is_command:
+                chat.append(event)
+                continue
+            if chat:
+                turn_id = await self._turn(models.Batch(stream=batch.stream, events=tuple(chat)))
+                chat = []
+                await self.consolidated(turn_id)
             await self._command(event, batch)
-        if batch.chat:
-            report = await self.services.pipeline.run(batch)
-            await self.deliver(report)
+        if chat:
+            await self._turn(models.Batch(stream=batch.stream, events=tuple(chat)))
         if self.sync_consolidation:
             await self.consolidate_now()
+
+    async def _turn(self, batch: models.Batch) -> str:
+        report = await self.services.pipeline.run(batch)
+        await self.deliver(report)
+        return report.turn_id
+
+    async def consolidated(self, turn_id: str, *, wait_seconds: float = 10.0) -> None:
+        """Make sure a turn's consolidation ran (run it here, or wait for the worker that has it)."""
+        await self.consolidate_now()
+        db = self.services.db
+        deadline = asyncio.get_running_loop().time() + wait_seconds
+        while asyncio.get_running_loop().time() < deadline:
+            job = await jobs.by_dedupe_key(db, transcript.CONSOLIDATE_TURN, turn_id)
+            if job is None or job.status not in (jobs.JobStatus.TODO, jobs.JobStatus.DOING):
+                return
+            await asyncio.sleep(0.05)  # another worker holds it: bounded wait, then go on
+        logger.warning("consolidation of turn %s still running: the command goes on", turn_id)
 
     async def _command(self, event: models.ChatEvent, batch: models.Batch) -> None:
         reply: str | None = None

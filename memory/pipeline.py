@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MEMORY_HEADER = "Memory:"
+REDACTED = "[redacted]"
 PREVIEW_CHARS = 4000
 
 
@@ -164,7 +165,11 @@ class TurnPipeline:
         report = models.TurnReport(
             turn_id=turn_id, stream=batch.stream, message_ids=batch.message_ids
         )
-        past = await self.history.recent(batch.stream)
+        # a message stored before a restart but never answered is in the rebuilt history and in
+        # this batch: keep it once, as part of the batch
+        ids = {e.id for e in chat}
+        past = [i for i in await self.history.recent(batch.stream) if i.message_id not in ids]
+        past = await self._honour_redactions(past)
         current = [
             dataclasses.replace(models.HistoryItem.from_event(e, turn_id), text=event_text(e))
             for e in chat
@@ -197,6 +202,9 @@ class TurnPipeline:
         except errors.MemoryServiceError as exc:
             report.status, report.error = models.TurnStatus.FAILED, str(exc)
             logger.warning("turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
+        except Exception as exc:  # an unexpected error still ends the turn: no pending turn left
+            report.status, report.error = models.TurnStatus.FAILED, f"{type(exc).__name__}: {exc}"
+            logger.exception("turn %s failed", turn_id, extra={"action": "turn_failed"})
         if report.reply:
             new_items.append(
                 models.HistoryItem(
@@ -221,6 +229,14 @@ class TurnPipeline:
         if self.metrics is not None:
             self.metrics.record_turn(report)
         return report
+
+    async def _honour_redactions(self, items: list[models.HistoryItem]) -> list[models.HistoryItem]:
+        """A message forgotten everywhere leaves every prompt at once, whatever history cache
+        (Redis, another process's memory) still holds it."""
+        gone = await self.transcript.redacted([i.message_id for i in items if i.message_id])
+        if not gone:
+            return items
+        return [dataclasses.replace(i, text=REDACTED) if i.message_id in gone else i for i in items]
 
     async def record_command(
         self, event: models.ChatEvent, reply: str | None, error: str | None = None
@@ -263,8 +279,6 @@ class TurnPipeline:
         schemas = tools.tool_schemas() if tools else None
         speakers = {e.login.lower(): e.user_id for e in batch.events}
         items: list[models.HistoryItem] = []
-        domains: set[str] = set()
-        involved: set[str] = set()
         reply = await self.model.chat(messages, tools=schemas)
         rounds = 0
         while reply.tool_calls and tools is not None and rounds < self.max_tool_rounds:
@@ -279,12 +293,14 @@ class TurnPipeline:
             outcome = await tools.run(turn_id, batch.stream, reply.tool_calls, speakers)
             items += [call_item, *outcome.results]
             report.tools.extend(outcome.records)
-            domains |= outcome.changed_domains
-            involved |= outcome.involved_user_ids
             messages = [*messages, *to_prompt([call_item, *outcome.results], "")]
+            if outcome.changed_domains:
+                # recorded at once: the state changed even if the next model call fails
+                report.barrier = await tools.record_barrier(
+                    turn_id,
+                    outcome.changed_domains,
+                    outcome.involved_user_ids,
+                    {e.user_id for e in batch.chat},
+                )
             reply = await self.model.chat(messages, tools=schemas)
-        if tools is not None and domains:
-            report.barrier = await tools.record_barrier(
-                turn_id, domains, involved, {e.user_id for e in batch.chat}
-            )
         return reply.content.strip(), items

@@ -128,6 +128,16 @@ class Transcript:
             )
         return {row["id"] for row in rows}
 
+    async def redacted(self, message_ids: Sequence[str]) -> set[str]:
+        """The ids among ``message_ids`` whose text was redacted (``forget --everywhere``)."""
+        if not message_ids:
+            return set()
+        with postgres.wrap_errors("read redactions"):
+            rows = await self.db.pool.fetch(
+                sql.queries["transcript_redacted_ids"], list(message_ids)
+            )
+        return {row["message_id"] for row in rows}
+
     async def start_turn(self, stream: str, message_ids: Sequence[str]) -> str:
         turn_id = str(uuid.uuid4())
         with postgres.wrap_errors("open turn"):

@@ -190,3 +190,75 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
     assert second_request[-1]["role"] == "tool" and second_request[-2]["tool_calls"]
     history = await p.history.recent("s1")
     assert [i.role.value for i in history] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_an_unexpected_model_error_still_ends_the_turn(db: postgres.Database) -> None:
+    class Broken:
+        async def check(self) -> None:
+            return None
+
+        async def chat(self, messages: object, **kwargs: object) -> models.ModelReply:
+            raise RuntimeError("socket closed mid-answer")
+
+    p = make_pipeline(db, Broken())
+    report = await run(p, chat(1, "alice", "hello"))
+    assert report.status is models.TurnStatus.FAILED and "socket closed" in (report.error or "")
+    row = await p.transcript.turn(report.turn_id)
+    assert row is not None and row.status is models.TurnStatus.FAILED
+
+
+async def test_a_message_stored_before_a_restart_is_sent_once(db: postgres.Database) -> None:
+    store = transcript.Transcript(db)
+    waiting = chat(1, "alice", "I was never answered")
+    await store.append_events([waiting])  # stored, then the process died before its turn
+    p = make_pipeline(db, None)
+    await working.rebuild(p.history, store, "s1", cap=100)
+    report = await p.run(models.Batch(stream="s1", events=(waiting,)))
+    assert report.prompt.preview.count("I was never answered") == 1
+    assert report.prompt.messages_in_history == 1
+
+
+async def test_a_redacted_message_leaves_the_prompt_at_once(db: postgres.Database) -> None:
+    p = make_pipeline(db, None)
+    await run(p, chat(1, "alice", "my secret address is 5 Elm Street"))
+    await db.pool.execute(
+        "INSERT INTO message_redactions (message_id, user_id, actor) VALUES ('s1-m1', 'id-alice', 't')"
+    )
+    report = await run(p, chat(2, "bob", "hello"))
+    assert "Elm Street" not in report.prompt.preview
+    assert "alice: [redacted]" in report.prompt.preview
+
+
+async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools(
+    db: postgres.Database, fake_ollama: fake_ollama_module.FakeOllama
+) -> None:
+    from memory import tools
+
+    await db.pool.execute("INSERT INTO streams (id) VALUES ('s1') ON CONFLICT DO NOTHING")
+    p = make_pipeline(db, ollama_adapter.OllamaChat(fake_ollama.url, "llama3.2:3b"))
+    p.seams = pipeline.Seams(
+        planner=pipeline.NoPlanner(),
+        retriever=pipeline.NoRetrieval(),
+        reducer=pipeline.KeepAll(),
+        tools=tools.ToolRunner(db, _settings()),
+    )
+    await p.transcript.append_events([chat(1, "alice", "hi"), chat(2, "bob", "hi")])
+    fake_ollama.call_tool(
+        "set_relationship", {"viewer_a": "alice", "viewer_b": "bob", "kind": "siblings"}
+    )
+    fake_ollama.fail_in_turn(500)  # the call after the tool round fails
+    events = (chat(3, "alice", "record that alice and bob are siblings"),)
+    await p.transcript.append_events(list(events))
+    report = await p.run(models.Batch(stream="s1", events=events))
+    assert report.status is models.TurnStatus.FAILED
+    assert report.barrier is not None and "relationships" in report.barrier["domains"]
+    from memory import barrier
+
+    decision = await barrier.barrier_for_turn(db, report.turn_id)
+    assert decision.excludes("id-alice") and decision.excludes("id-bob")
+
+
+def _settings() -> object:
+    from tests import conftest
+
+    return conftest.IsolatedSettings(database_url="postgresql://unused/x")

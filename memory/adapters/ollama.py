@@ -31,6 +31,8 @@ def wrap_errors(host: str, model: str) -> Iterator[None]:
         raise errors.ModelUnavailable(how_to_start(host)) from exc
     except httpx.TimeoutException as exc:
         raise errors.ModelUnavailable(f"Ollama at {host} timed out ({model})") from exc
+    except httpx.TransportError as exc:  # the connection dropped mid-answer, and the like
+        raise errors.ModelUnavailable(f"Ollama at {host} failed ({model}): {exc!r}") from exc
     except ollama.ResponseError as exc:
         if exc.status_code == 404:
             raise errors.ModelError(

@@ -77,3 +77,7 @@ ORDER BY last_seen DESC LIMIT 1;
 -- transcript_viewer_by_id --
 -- description: a viewer by user id ($1 user_id)
 SELECT user_id, login, display_name, first_seen, last_seen FROM viewers WHERE user_id = $1;
+
+-- transcript_redacted_ids --
+-- description: which of these message ids were redacted (forget --everywhere) ($1 ids)
+SELECT message_id FROM message_redactions WHERE message_id = ANY($1::text[]);

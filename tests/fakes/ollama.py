@@ -37,6 +37,8 @@ class ScriptedReply:
     content: str = ""
     #: ``[{"name": ..., "arguments": {...}}]``
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: answer with this HTTP error status instead (a failure in the scripted order)
+    status: int | None = None
 
 
 class FakeOllama:
@@ -63,6 +65,10 @@ class FakeOllama:
         self.replies.append(
             ScriptedReply(content=content, tool_calls=[{"name": name, "arguments": arguments}])
         )
+
+    def fail_in_turn(self, status: int = 500) -> None:
+        """Queue a failure after the replies queued so far (``fail_next`` fails the very next call)."""
+        self.replies.append(ScriptedReply(status=status))
 
     def fail_next(self, status: int = 500, times: int = 1) -> None:
         self.failures.extend([status] * times)
@@ -116,6 +122,8 @@ class FakeOllama:
         if self.delay:
             await asyncio.sleep(self.delay)
         scripted = self._next_reply(body)
+        if scripted.status is not None:
+            return web.json_response({"error": "scripted failure"}, status=scripted.status)
         message: dict[str, Any] = {"role": "assistant", "content": scripted.content}
         if scripted.tool_calls:
             message["tool_calls"] = [{"function": call} for call in scripted.tool_calls]

@@ -1,0 +1,66 @@
+"""Sessions on the real composition root (embedded Qdrant in the test's folder, no model)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+
+from bot import services as services_module
+from bot import session
+from memory import errors, identity, models, spaces
+
+if TYPE_CHECKING:
+    from tests.conftest import SettingsFactory
+
+T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
+
+
+def event(n: int, seconds: float, text: str, **kw: object) -> models.ChatEvent:
+    kind = models.EventKind.COMMAND if text.startswith("!") else models.EventKind.MESSAGE
+    return models.ChatEvent(
+        id=f"m{n}",
+        stream="s1",
+        user_id="1001",
+        login="alice",
+        text=text,
+        ts=T0 + timedelta(seconds=seconds),
+        kind=kind,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def test_forget_last_in_the_same_batch_forgets_the_statement_just_made(
+    make_settings: SettingsFactory,
+) -> None:
+    settings = make_settings()
+    reports: list[models.TurnReport] = []
+
+    async def deliver(report: models.TurnReport) -> None:
+        reports.append(report)
+
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
+        replay = session.Replay(svc, deliver, commands=svc.commands, sync_consolidation=True)
+        await replay.feed(event(1, 0, "I work as a graphic designer"))
+        await replay.feed(event(2, 10, "I live in Rome"))  # closes the first batch
+        await replay.feed(event(3, 10.5, "!forget last"))  # same batch as "I live in Rome"
+        await replay.finish()
+        kept = [m.text for m in await svc.spaces.list(identity.personal_key("1001"))]
+    assert "I work as a graphic designer" in kept
+    assert "I live in Rome" not in kept
+    command = next(r for r in reports if r.command == "!forget last")
+    assert command.reply and "Rome" not in command.reply  # no private detail in public
+
+
+async def test_embedded_qdrant_in_use_is_a_clear_error(make_settings: SettingsFactory) -> None:
+    settings = make_settings()
+    from memory import embedders
+
+    embedder = embedders.OfflineHashEmbedder()
+    first = await spaces.open_spaces(settings, embedder)
+    try:
+        with pytest.raises(errors.StoreUnavailable, match="in use by another process"):
+            await spaces.open_spaces(settings, embedder)
+    finally:
+        await first.close()
