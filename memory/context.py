@@ -1,10 +1,11 @@
 """Context assembly: recall outcomes + working history → one small, sectioned memory block.
 
-Steps: normalize (case, punctuation, whitespace, accents) and deduplicate across sources; drop what the
-working history already shows; drop recall items that repeat a profile fact of the same viewer; cap
-the block by a token budget; render labelled sections with every item attributed by login. When a
-viewer explicitly asked what the bot remembers, the block says so if the data is unavailable or if
-nothing is stored, so the model admits it instead of inventing.
+Steps: normalize (case, punctuation, whitespace, accents) and deduplicate across sources (a
+viewer's items only against that viewer's own, so two viewers saying the same words both keep
+theirs); drop what the working history already shows; drop recall items that repeat a profile fact
+of the same viewer; cap the block by a token budget; render labelled sections with every item
+attributed by login. When a viewer explicitly asked what the bot remembers, the block says so if
+the data is unavailable or if nothing is stored, so the model admits it instead of inventing.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 #: which kinds get the budget first (state is canonical, episodic/lore are nice to have)
 PRIORITY = ("state", "profile", "recall", "episodic", "lore")
+#: kinds whose items are about the stream or the channel, not about one viewer
+STREAM_WIDE = frozenset({"episodic", "lore", "state"})
 #: one item never takes more than this many characters of the block
 MAX_ITEM_CHARS = 300
 
@@ -136,7 +139,9 @@ def _select(
 def _duplicate(item: models.RecallItem, norm: str, other: tuple[str | None, str, str]) -> bool:
     viewer, kind, other_norm = other
     if norm == other_norm:
-        return True
+        # a viewer's own statement is theirs even when another viewer said the same words;
+        # stream-wide items (episodic, lore, state) name no viewer: their text alone decides
+        return item.source in STREAM_WIDE or viewer == item.viewer
     # a recall item that repeats a profile fact of the same viewer adds nothing
     return (
         item.source == "recall"

@@ -287,7 +287,9 @@ class SummarizingReducer:
         return [g for g in groups if g[0].ts > summary.covers_ts]
 
     async def _current(self, stream: str) -> Summary | None:
-        if stream not in self._summaries:
+        # with a database the stored summary is the truth, read every turn (one indexed row):
+        # another process may have dropped it (forget --everywhere) or written a newer one
+        if self.db is not None or stream not in self._summaries:
             self._summaries[stream] = await self._load(stream)
         return self._summaries[stream]
 

@@ -78,12 +78,21 @@ def _decode(value: str) -> list[models.RecallItem]:
     ]
 
 
-def cache_key(source: models.PlannedSource, spec: sources.SourceSpec, stream: str) -> str:
-    """The cache (and single-flight) key of a source: scope, owner, kind, normalized query digest."""
-    digest = hashlib.sha1(context.normalize(source.query).encode("utf-8")).hexdigest()[:16]
+def cache_key(
+    source: models.PlannedSource,
+    spec: sources.SourceSpec,
+    stream: str,
+    user_ids: Sequence[str] = (),
+) -> str:
+    """The cache (and single-flight) key of a source: scope, owner, kind, normalized query digest
+    (``batch`` scope: the digest also covers the sorted ``user_ids`` of the batch's authors)."""
+    text = context.normalize(source.query)
+    if spec.scope == "batch":
+        text += "\x1f" + ",".join(sorted(set(user_ids)))
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
     if spec.scope == "viewer":
         return f"{CACHE_VERSION}:v:{source.user_id}:{spec.kind}:{digest}"
-    if spec.scope == "stream":
+    if spec.scope in ("stream", "batch"):
         return f"{CACHE_VERSION}:s:{spec.kind}:{stream}:{digest}"
     return f"{CACHE_VERSION}:g:{spec.kind}:{digest}"
 

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: what a cached entry is shared by: one viewer (invalidated with them), one stream, or everyone
-Scope = Literal["viewer", "stream", "global"]
+#: what a cached entry is shared by: one viewer (invalidated with them), one stream, one stream and
+#: the set of viewers of the batch (a result that depends on who asks, like ``state``), or everyone
+Scope = Literal["viewer", "stream", "batch", "global"]
 #: episodic and lore hits scoring under this share of the best hit are dropped
 RELATIVE_FLOOR = 0.5
 PERSONAL_KINDS = frozenset(
@@ -258,5 +259,6 @@ def default_registry(
         scope="global",
     )
     if state is not None:
-        registry.register("state", state, ttl_seconds=memory.state_ttl_seconds, scope="stream")
+        # rows about the batch's viewers rank first: the cached result depends on who asks
+        registry.register("state", state, ttl_seconds=memory.state_ttl_seconds, scope="batch")
     return registry

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import barrier, consolidation, errors, identity, jobs, models, transcript
+from memory import barrier, consolidation, errors, identity, jobs, models, operations, transcript
 from memory import profile as profile_module
 from memory.adapters import ollama as ollama_adapter
 from tests.fakes import spaces as fake_spaces
@@ -400,3 +400,83 @@ async def test_a_bad_model_answer_keeps_the_raw_memories(
 
     assert (result.personal, result.facts) == (1, 0)
     assert [r.kind for r in await spaces.list("viewer:1001")] == [models.MemoryKind.PERSONAL]
+
+
+# -- condensed facts on a retried job (review finding 11) ----------------------------------------
+def facts_answer(*facts: tuple[str, list[str]]) -> str:
+    return json.dumps({"facts": [{"text": text, "message_ids": ids} for text, ids in facts]})
+
+
+async def fact_texts(spaces: fake_spaces.InMemorySpaces, user_id: str = "1001") -> dict[str, str]:
+    return {
+        r.text: r.id
+        for r in await spaces.list(identity.personal_key(user_id))
+        if r.kind is models.MemoryKind.FACT
+    }
+
+
+async def test_a_retry_keeps_only_the_facts_of_its_own_answer(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    make_settings: SettingsFactory,
+    fake_ollama: FakeOllama,
+) -> None:
+    settings = make_settings(ollama_host=fake_ollama.url, ollama={"extract_facts": True})
+    model = ollama_adapter.OllamaChat(fake_ollama.url, settings.ollama.chat_model)
+    consolidator = consolidation.Consolidator(db, spaces, settings, model=model)
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I work as a graphic designer"),
+            msg("m3", "alice", "and my cat is called Miso", second=2),
+        ],
+    )
+    fake_ollama.reply(
+        facts_answer(("Alice is a graphic designer", ["m1"]), ("Alice has a cat named Miso", ["m3"]))
+    )
+    await consolidator.consolidate(turn_id)
+    first = await fact_texts(spaces)
+    fake_ollama.reply(facts_answer(("Alice has a cat named Miso.", ["m3"])))
+    await consolidator.consolidate(turn_id)
+
+    # the same fact (normalized text) keeps its id; a fact the retry no longer states is gone
+    assert await fact_texts(spaces) == {
+        "Alice has a cat named Miso.": first["Alice has a cat named Miso"]
+    }
+
+
+async def test_a_retry_does_not_bring_back_forgotten_facts_or_episodes(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    make_settings: SettingsFactory,
+    fake_ollama: FakeOllama,
+) -> None:
+    settings = make_settings(ollama_host=fake_ollama.url, ollama={"extract_facts": True})
+    model = ollama_adapter.OllamaChat(fake_ollama.url, settings.ollama.chat_model)
+    consolidator = consolidation.Consolidator(db, spaces, settings, model=model)
+    ops = operations.Operations(db, spaces)
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I work as a graphic designer"),
+            msg("m3", "alice", "and my cat is called Miso", second=2),
+        ],
+    )
+    answer = facts_answer(
+        ("Alice is a graphic designer", ["m1"]), ("Alice has a cat named Miso", ["m3"])
+    )
+    fake_ollama.reply(answer)
+    await consolidator.consolidate(turn_id)
+    job_fact = (await fact_texts(spaces))["Alice is a graphic designer"]
+    [cat] = [r for r in await spaces.list("viewer:1001") if r.text == "and my cat is called Miso"]
+    [episode] = await spaces.list("stream:s1")
+    await ops.forget_memory(job_fact, actor="admin:test")
+    await ops.forget_memory(cat.id, actor="admin:test")  # its fact goes with it
+    await ops.forget_memory(episode.id, actor="admin:test")
+
+    fake_ollama.reply(answer)
+    result = await consolidator.consolidate(turn_id)
+
+    assert (result.personal, result.facts, result.episodic) == (1, 0, 0)
+    assert [r.text for r in await spaces.list("viewer:1001")] == ["I work as a graphic designer"]
+    assert await spaces.list("stream:s1") == []

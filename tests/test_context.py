@@ -117,6 +117,27 @@ def test_normalized_duplicates_across_sources_are_dropped() -> None:
     assert [i.source for i in assembled.items] == ["recall"]
 
 
+def test_the_same_words_of_two_viewers_are_kept_for_each_viewer() -> None:
+    outcomes = [
+        ok(src("profile", "alice"), item("profile", "I live in Rome", "alice", score=0.9)),
+        ok(src("profile", "bob"), item("profile", "I live in Rome!", "bob")),
+        # the same viewer's copy from another source is still a duplicate
+        ok(src("recall", "bob"), item("recall", "i live in rome", "bob")),
+        # stream-wide items carry no viewer: they dedupe on their text alone
+        ok(src("episodic"), item("episodic", "I LIVE in Rome")),
+        ok(src("state"), item("state", "bob and carol are siblings")),
+        ok(src("lore"), item("lore", "Bob and Carol are siblings.")),
+    ]
+    assembled = context.assemble(outcomes, [], token_budget=1000)
+    assert [(i.source, i.viewer) for i in assembled.items] == [
+        ("profile", "alice"),
+        ("profile", "bob"),
+        ("state", None),
+    ]
+    assert "- [alice] I live in Rome" in assembled.block
+    assert "- [bob] I live in Rome!" in assembled.block
+
+
 def test_items_the_history_shows_are_dropped() -> None:
     history = [
         said("alice", "I just moved to Turin", "m1"),

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import cache, consolidation, errors, identity, models, operations, retrieval
+from memory import barrier, cache, consolidation, errors, identity, models, operations, retrieval
 from memory import profile as profile_module
 from tests import test_consolidation as helpers
 from tests.fakes import spaces as fake_spaces
@@ -255,3 +256,163 @@ async def test_search_own_finds_only_the_viewers_memories(memory: Memory) -> Non
     hits = await memory.ops.search_own("1001", "my cat Miso", limit=5)
     assert hits[0].record.text == "my cat is called Miso"
     assert {hit.record.user_id for hit in hits} == {"1001"}
+
+
+# -- forget versus a consolidation running at the same time (review finding 3) -------------------
+async def blocked_on_a_viewer_lock(db: postgres.Database) -> None:
+    """Returns once a session of this database waits for an advisory lock."""
+    query = """SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"""
+    while not await db.pool.fetchval(query):
+        await asyncio.sleep(0.01)
+
+
+async def test_a_forget_between_the_tombstone_read_and_the_writes_is_not_undone(
+    db: postgres.Database, make_settings: SettingsFactory
+) -> None:
+    memory = Memory(db, make_settings(bot_name="mnemo"))
+
+    class ForgetDuringConsolidation:
+        """The barrier is read between consolidation's first tombstone read and its writes."""
+
+        async def excluded(self, turn_id: str) -> barrier.BarrierDecision:
+            await memory.ops.forget_viewer("1001", actor="admin:test")
+            return barrier.NO_BARRIER
+
+    memory.consolidator.barrier = ForgetDuringConsolidation()
+    await memory.turn(msg("m1", "alice", "I work as a graphic designer"))
+
+    assert await memory.personal("1001") == []
+    assert await memory.profiles.get("1001") is None
+
+
+async def test_a_forget_waits_for_a_consolidation_writing_the_viewers_memories(
+    memory: Memory,
+) -> None:
+    [designer, _] = await memory.personal("1001")
+    write = memory.spaces.upsert
+    forget: asyncio.Task[models.MemoryRecord] | None = None
+
+    async def upsert_while_forgetting(records: Any) -> None:
+        nonlocal forget
+        if forget is None:  # the forget starts while the consolidation writes
+            forget = asyncio.create_task(memory.ops.forget_memory(designer.id, actor="admin:test"))
+            blocked = asyncio.create_task(blocked_on_a_viewer_lock(memory.db))
+            await asyncio.wait({forget, blocked}, return_when=asyncio.FIRST_COMPLETED)
+            blocked.cancel()
+        await write(records)
+
+    memory.spaces.upsert = upsert_while_forgetting  # type: ignore[method-assign]
+    await memory.consolidator.consolidate(memory.turns[0])  # a retried job rewrites the turn
+    assert forget is not None
+    await forget
+
+    assert designer.id not in [r.id for r in await memory.personal("1001")]
+    profile = await memory.profiles.get("1001")
+    assert profile is not None and profile.lines() == ["pet:cat: Miso"]
+
+
+async def test_forget_and_correct_write_the_tombstone_before_deleting(memory: Memory) -> None:
+    [designer, cat] = await memory.personal("1001")
+
+    async def store_down(space: str, ids: Any) -> int:
+        raise errors.StoreUnavailable("Qdrant went away")
+
+    memory.spaces.delete = store_down  # type: ignore[method-assign]
+    with pytest.raises(errors.StoreUnavailable):
+        await memory.ops.forget_memory(designer.id, actor="admin:test")
+    with pytest.raises(errors.StoreUnavailable):
+        await memory.ops.correct(cat.id, "my cat is called Mochi", actor="admin:test")
+
+    rows = await memory.db.pool.fetch("SELECT target FROM memory_tombstones WHERE kind = 'memory'")
+    assert {row["target"] for row in rows} == {designer.id, cat.id}
+
+
+# -- caches of stream-wide spaces (review finding 5) ---------------------------------------------
+async def episodic_items(memory: Memory) -> list[models.RecallItem]:
+    plan = models.Plan(sources=(models.PlannedSource(kind="episodic", query="graphic designer"),))
+    batch = models.Batch(stream="s1", events=(msg("q1", "bob", "what did alice say?"),))
+    return (await memory.retriever.retrieve(plan, batch, [])).items
+
+
+async def test_forgetting_an_episode_drops_it_from_the_episodic_cache(memory: Memory) -> None:
+    [episode, *_] = [i for i in await episodic_items(memory) if "designer" in i.text]
+    await memory.ops.forget_memory(episode.memory_id, actor="admin:test")
+
+    assert await memory.spaces.find(episode.memory_id) is None
+    assert episode.memory_id not in [i.memory_id for i in await episodic_items(memory)]
+
+
+async def test_loading_lore_drops_the_cached_lore(memory: Memory, tmp_path: Any) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder, animal in ((old, "a red fox"), (new, "a blue owl")):
+        folder.mkdir()
+        (folder / "lore.yaml").write_text(f"- title: Mascot\n  text: the mascot is {animal}\n")
+    plan = models.Plan(sources=(models.PlannedSource(kind="lore", query="what is the mascot?"),))
+    batch = models.Batch(stream="s1", events=(msg("q1", "bob", "what is the mascot?"),))
+
+    await memory.ops.load_lore(old, actor="admin:test")
+    first = await memory.retriever.retrieve(plan, batch, [])
+    await memory.ops.load_lore(new, actor="admin:test")
+    again = await memory.retriever.retrieve(plan, batch, [])
+
+    assert [i.text for i in first.items] == ["Mascot: the mascot is a red fox"]
+    assert [i.text for i in again.items] == ["Mascot: the mascot is a blue owl"]
+
+
+async def test_an_invalidator_without_invalidate_kind_still_works(memory: Memory) -> None:
+    class ViewerOnly:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, bool]] = []
+
+        async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> None:
+            self.calls.append((user_id, everywhere))
+
+    invalidator = ViewerOnly()
+    ops = operations.Operations(
+        memory.db, memory.spaces, invalidator=invalidator, profiles=memory.profiles
+    )
+    [episode, *_] = await memory.spaces.list("stream:s1")
+    await ops.forget_memory(episode.id, actor="admin:test")
+    [designer, _] = await memory.personal("1001")
+    await ops.forget_memory(designer.id, actor="admin:test")
+
+    assert await memory.spaces.find(episode.id) is None
+    assert invalidator.calls == [("1001", False)]
+
+
+# -- condensed facts (review finding 11) ---------------------------------------------------------
+def condensed(source: models.MemoryRecord, text: str) -> models.MemoryRecord:
+    return models.MemoryRecord(
+        id=consolidation.point_id(source.turn_id or "", "1001", "fact", text.casefold()),
+        space=source.space,
+        kind=models.MemoryKind.FACT,
+        text=text,
+        user_id=source.user_id,
+        login=source.login,
+        stream=source.stream,
+        turn_id=source.turn_id,
+        origin_message_ids=source.origin_message_ids,
+        participants=source.participants,
+        first_ts=source.first_ts,
+        last_ts=source.last_ts,
+        extra={"source_memory_ids": [source.id]},
+    )
+
+
+async def test_forgetting_or_correcting_a_statement_drops_the_facts_condensed_from_it(
+    memory: Memory,
+) -> None:
+    [designer, cat] = await memory.personal("1001")
+    job, pet = condensed(designer, "Alice is a graphic designer"), condensed(cat, "Alice has a cat")
+    await memory.spaces.upsert([job, pet])
+
+    await memory.ops.forget_memory(designer.id, actor="twitch:alice", owner="1001")
+    assert {r.text for r in await memory.personal("1001")} == {
+        "my cat is called Miso",
+        "Alice has a cat",
+    }
+    await memory.ops.correct(cat.id, "my cat is called Mochi", actor="admin:test")
+    assert [r.text for r in await memory.personal("1001")] == ["my cat is called Mochi"]
+    rows = await memory.db.pool.fetch("SELECT target FROM memory_tombstones WHERE kind = 'memory'")
+    assert {row["target"] for row in rows} == {designer.id, cat.id, job.id, pet.id}

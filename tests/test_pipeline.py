@@ -12,6 +12,7 @@ from memory.adapters import postgres
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from config.settings import Settings
     from memory import ports
     from tests.fakes import ollama as fake_ollama_module
 
@@ -258,7 +259,7 @@ async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools
     assert decision.excludes("id-alice") and decision.excludes("id-bob")
 
 
-def _settings() -> object:
+def _settings() -> Settings:
     from tests import conftest
 
     return conftest.IsolatedSettings(database_url="postgresql://unused/x")

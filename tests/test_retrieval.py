@@ -278,6 +278,102 @@ async def test_identical_in_flight_requests_share_one_call() -> None:
     assert first.items == second.items != []
 
 
+class ForgettableStore:
+    """A one-memory store: the fetch reads it, then (first call only) waits until released."""
+
+    def __init__(self) -> None:
+        self.text: str | None = "I live in Rome"
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.calls = 0
+
+    async def __call__(
+        self, planned: models.PlannedSource, batch: models.Batch
+    ) -> list[models.RecallItem]:
+        self.calls += 1
+        text = self.text
+        if self.calls == 1:
+            self.started.set()
+            await self.release.wait()
+        if text is None:
+            return []
+        return [
+            models.RecallItem(
+                source="recall", space="viewer-alice", viewer="alice", memory_id="m", text=text
+            )
+        ]
+
+
+def forgettable_retriever(store: ForgettableStore) -> retrieval.Retriever:
+    registry = sources.SourceRegistry()
+    registry.register("recall", store, ttl_seconds=60, scope="viewer")
+    settings = plain_settings(source_timeout_ms=5000, budget_ms=5000)
+    return retrieval.Retriever(settings, registry=registry, cache=cache_module.InProcessCache())
+
+
+async def test_a_fetch_in_flight_during_an_invalidation_does_not_refill_the_cache() -> None:
+    store = ForgettableStore()
+    retriever = forgettable_retriever(store)
+    plan = models.Plan(sources=(source("recall", "alice", query="where do I live?"),))
+    before = asyncio.create_task(retriever.retrieve(plan, one_batch(), []))
+    await store.started.wait()
+    store.text = None  # the memory is forgotten while the fetch holds the old text
+    await retriever.invalidate_viewer(IDS["alice"])
+    store.release.set()
+    await before
+    after = await retriever.retrieve(plan, one_batch(), [])
+    assert after.items == []
+    assert store.calls == 2
+
+
+async def test_a_request_after_an_invalidation_does_not_join_the_stale_call() -> None:
+    store = ForgettableStore()
+    retriever = forgettable_retriever(store)
+    plan = models.Plan(sources=(source("recall", "alice", query="where do I live?"),))
+    stale = asyncio.create_task(retriever.retrieve(plan, one_batch(), []))
+    await store.started.wait()
+    store.text = None
+    await retriever.invalidate_viewer(IDS["alice"])
+    fresh = await retriever.retrieve(plan, one_batch(), [])  # starts its own fetch
+    assert fresh.items == [] and store.calls == 2
+    store.release.set()
+    assert [i.text for i in (await stale).items] == ["I live in Rome"]  # asked before the forget
+    assert (await retriever.retrieve(plan, one_batch(), [])).items == []
+
+
+async def test_the_state_cache_is_keyed_by_the_batchs_viewers() -> None:
+    settings = plain_settings()
+    calls: list[list[str]] = []
+
+    async def state(planned: models.PlannedSource, batch: models.Batch) -> list[models.RecallItem]:
+        users = sorted({e.user_id for e in batch.chat})
+        calls.append(users)
+        return [
+            models.RecallItem(
+                source="state", space="state", viewer=None, memory_id=f"state:{users}",
+                text=f"rows about {users}",
+            )
+        ]
+
+    registry = sources.default_registry(
+        settings, spaces=fake_spaces.InMemorySpaces(), profiles=NoProfiles(), state=state
+    )
+    retriever = retrieval.Retriever(settings, registry=registry, cache=cache_module.InProcessCache())
+    plan = models.Plan(sources=(source("state", query="who are my siblings?"),))
+    alice = await retriever.retrieve(plan, one_batch(event("alice", "who are my siblings?")), [])
+    bob = await retriever.retrieve(plan, one_batch(event("bob", "who are my siblings?")), [])
+    again = await retriever.retrieve(plan, one_batch(event("alice", "who are my siblings", 2)), [])
+    assert [i.text for i in alice.items] == ["rows about ['1001']"]
+    assert [i.text for i in bob.items] == ["rows about ['1002']"]
+    assert again.items == alice.items and calls == [["1001"], ["1002"]]
+    assert await retriever.invalidate_state() == 2
+
+
+class NoProfiles:
+    async def get(self, user_id: str) -> None:
+        return None
+
+
 async def test_a_cache_outage_is_a_miss_not_a_failure() -> None:
     class BrokenCache:
         async def get(self, key: str) -> str | None:

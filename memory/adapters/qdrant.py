@@ -9,29 +9,24 @@ Two physical layouts (``settings.qdrant.layout``), one behaviour:
   ``lm_shared_lore``) with a ``tenant`` payload key (the space key) indexed as KEYWORD with
   ``is_tenant=True``; every read and delete filters by tenant. What Qdrant advises for a server.
 
-Each collection records, in its collection metadata (``{"livememory": {...}}``, kept by local mode
-too), the embedder name and dim, the layout and (per-space) the space key; a manifest collection
-``<prefix>_manifest`` records the embedder for the whole prefix, checked when the spaces open, so
-another embedder fails at start-up with ``errors.EmbedderMismatch`` instead of mixing vectors.
+Collections (naming, creation, the embedder recorded in their metadata and in a manifest checked
+when the spaces open, error translation) are managed by ``qdrant_collections.Collections``.
 Memory ids must be UUID strings unique across spaces (consolidation derives them from turn, author
 and kind).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import warnings
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import httpx
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
-from qdrant_client.http import exceptions as qdrant_exceptions
 
-from memory import errors, models
+from memory import models
 from memory import spaces as spaces_module
+from memory.adapters import qdrant_collections
 
 if TYPE_CHECKING:
     import builtins
@@ -43,50 +38,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_KEY = "livememory"
 _T = TypeVar("_T")
 _PAGE = 256
-
-
-class CollectionGone(errors.MemoryServiceError):
-    """The collection was deleted (by another process) after this one saw it."""
-
-
-@contextlib.contextmanager
-def wrap_errors(action: str) -> Iterator[None]:
-    """Translate client errors: unreachable or failing server → ``errors.StoreUnavailable``."""
-    try:
-        yield
-    except (qdrant_exceptions.ResponseHandlingException, httpx.TransportError, OSError) as exc:
-        raise errors.StoreUnavailable(f"Qdrant is unavailable ({action}): {exc}") from exc
-    except ValueError as exc:  # local mode
-        if "not found" in str(exc):
-            raise CollectionGone(f"{action}: {exc}") from exc
-        raise
-    except qdrant_exceptions.UnexpectedResponse as exc:
-        if exc.status_code == 404:
-            raise CollectionGone(f"{action}: {exc}") from exc
-        if exc.status_code is not None and exc.status_code >= 500:
-            raise errors.StoreUnavailable(f"Qdrant error ({action}): {exc}") from exc
-        raise errors.MemoryServiceError(f"Qdrant refused {action}: {exc}") from exc
-
-
-def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
-    if location == ":memory:":
-        return AsyncQdrantClient(location=":memory:")
-    if location is not None:
-        return AsyncQdrantClient(path=location)
-    if settings.qdrant_url:
-        api_key = settings.qdrant.api_key
-        return AsyncQdrantClient(
-            url=settings.qdrant_url,
-            api_key=api_key.get_secret_value() if api_key else None,
-            timeout=max(1, round(settings.qdrant.timeout_seconds)),
-            check_compatibility=False,
-        )
-    path = settings.data_dir / "qdrant"
-    path.mkdir(parents=True, exist_ok=True)
-    return AsyncQdrantClient(path=str(path))
 
 
 def _scope(space: str, shared: bool) -> list[qm.Condition]:
@@ -122,9 +75,9 @@ class QdrantSpaces:
         self.layout = layout
         self.prefix = prefix
         self._owns_client = owns_client
-        #: collection name → its livememory metadata, for collections known to exist
-        self._known: dict[str, dict[str, Any]] = {}
-        self._lock = asyncio.Lock()
+        self._collections = qdrant_collections.Collections(
+            client, embedder, layout=layout, prefix=prefix
+        )
 
     @classmethod
     async def open(
@@ -138,7 +91,7 @@ class QdrantSpaces:
         if not embedder.dim:  # an Ollama embedder that has not embedded anything yet
             await embedder.embed(["dimension probe"])
         owns = client is None
-        client = client or make_client(settings, location)
+        client = client or qdrant_collections.make_client(settings, location)
         self = cls(
             client,
             embedder,
@@ -147,7 +100,7 @@ class QdrantSpaces:
             owns_client=owns,
         )
         try:
-            await self._check_manifest(settings)
+            await self._collections.check_manifest(settings)
         except BaseException:
             await self.close()
             raise
@@ -168,102 +121,9 @@ class QdrantSpaces:
     ) -> None:
         await self.close()
 
-    # -- collections ---------------------------------------------------------------------------
-
     def collection(self, space: str) -> str:
-        if self.shared:
-            return spaces_module.shared_collection(self.prefix, space)
-        return spaces_module.space_collection(self.prefix, space)
-
-    async def _check_manifest(self, settings: Settings) -> None:
-        name = spaces_module.manifest_collection(self.prefix)
-        attempts = 1 if settings.qdrant_url is None else settings.qdrant.connect_attempts
-        for attempt in range(1, attempts + 1):
-            try:
-                with wrap_errors("open"):
-                    await self._ensure(name, space=None, create=True, vector_size=1)
-                return
-            except errors.StoreUnavailable:
-                if attempt == attempts:
-                    raise
-                logger.warning("Qdrant not reachable, %d attempt(s) left", attempts - attempt)
-                await asyncio.sleep(settings.qdrant.connect_retry_seconds)
-
-    async def _ensure(
-        self, name: str, *, space: str | None, create: bool, vector_size: int | None = None
-    ) -> bool:
-        """Whether collection ``name`` exists (creating it when asked), its embedder checked."""
-        if name in self._known:
-            return True
-        async with self._lock:
-            if name in self._known:
-                return True
-            if not await self.client.collection_exists(name):
-                if not create:
-                    return False
-                await self._create(name, space, vector_size or self.embedder.dim)
-            info = await self.client.get_collection(name)
-            recorded = (info.config.metadata or {}).get(META_KEY)
-            spaces_module.check_embedder(recorded, self.embedder, name)
-            self._known[name] = dict(recorded or {})
-        return True
-
-    async def _create(self, name: str, space: str | None, size: int) -> None:
-        extra: dict[str, Any] = {"layout": self.layout}
-        if space is not None and not self.shared:
-            extra["space"] = space
-        metadata = {META_KEY: spaces_module.embedder_metadata(self.embedder, **extra)}
-        try:
-            await self.client.create_collection(
-                name,
-                vectors_config=qm.VectorParams(size=size, distance=qm.Distance.COSINE),
-                metadata=metadata,
-            )
-        except (ValueError, qdrant_exceptions.UnexpectedResponse) as exc:
-            if not await self.client.collection_exists(name):  # not a lost creation race
-                raise
-            logger.debug("collection %s created concurrently (%s)", name, exc)
-            return
-        if space is not None:
-            await self._index(name)
-        logger.info("created Qdrant collection %s", name, extra={"action": "collection_created"})
-
-    async def _index(self, name: str) -> None:
-        """Payload indexes (used by a server; local mode ignores them and warns once)."""
-        fields: builtins.list[tuple[str, qm.KeywordIndexParams]] = [
-            ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
-            ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
-        ]
-        if self.shared:
-            fields.append(
-                (
-                    spaces_module.TENANT_KEY,
-                    qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True),
-                )
-            )
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Payload indexes have no effect")
-            for field, schema in fields:
-                await self.client.create_payload_index(name, field, field_schema=schema)
-
-    async def _managed(self) -> builtins.list[str]:
-        """Names of the existing memory collections of this prefix and layout."""
-        with wrap_errors("list collections"):
-            listed = await self.client.get_collections()
-            names = sorted(c.name for c in listed.collections)
-            start = f"{self.prefix}_shared_" if self.shared else f"{self.prefix}_"
-            result = []
-            for name in names:
-                if not name.startswith(start) or name == spaces_module.manifest_collection(
-                    self.prefix
-                ):
-                    continue
-                if not self.shared and name.startswith(f"{self.prefix}_shared_"):
-                    continue
-                await self._ensure(name, space=None, create=False)
-                if self._known.get(name, {}).get("layout") == self.layout:
-                    result.append(name)
-        return result
+        """The collection that holds ``space``."""
+        return self._collections.name(space)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -278,18 +138,18 @@ class QdrantSpaces:
             groups.setdefault(record.space, []).append((record, vector))
         for space, group in groups.items():
             try:
-                with wrap_errors("upsert"):
+                with qdrant_collections.wrap_errors("upsert"):
                     await self._upsert_space(space, group)
-            except CollectionGone:  # dropped by another process: create it again
-                self._known.pop(self.collection(space), None)
-                with wrap_errors("upsert"):
+            except qdrant_collections.CollectionGone:  # dropped by another process: create it again
+                self._collections.forget(self.collection(space))
+                with qdrant_collections.wrap_errors("upsert"):
                     await self._upsert_space(space, group)
 
     async def _upsert_space(
         self, space: str, group: Sequence[tuple[models.MemoryRecord, list[float]]]
     ) -> None:
         name = self.collection(space)
-        await self._ensure(name, space=space, create=True)
+        await self._collections.ensure(name, space=space, create=True)
         corrects = {r.corrects: r.id for r, _ in group if r.corrects}
         ids = {r.id for r, _ in group} | set(corrects)
         existing = {
@@ -328,8 +188,8 @@ class QdrantSpaces:
     async def delete_turn(self, turn_id: str) -> int:
         condition = qm.FieldCondition(key="turn_id", match=qm.MatchValue(value=turn_id))
         total = 0
-        for name in await self._managed():
-            with self._skip_gone(name), wrap_errors("delete turn"):
+        for name in await self._collections.managed():
+            with self._skip_gone(name), qdrant_collections.wrap_errors("delete turn"):
                 found = (await self.client.count(name, count_filter=_filter([condition]))).count
                 if found:
                     await self.client.delete(name, points_selector=_selector([condition]))
@@ -339,9 +199,9 @@ class QdrantSpaces:
     async def drop(self, space: str) -> int:
         held = await self.count(space)
         name = self.collection(space)
-        with self._skip_gone(name), wrap_errors("drop"):
+        with self._skip_gone(name), qdrant_collections.wrap_errors("drop"):
             if not self.shared:
-                self._known.pop(name, None)
+                self._collections.forget(name)
                 if await self.client.collection_exists(name):
                     await self.client.delete_collection(name)
             elif held:
@@ -358,22 +218,24 @@ class QdrantSpaces:
         """``read(collection)`` with errors translated; ``empty`` when the space has none."""
         spaces_module.space_kind(space)
         name = self.collection(space)
-        with wrap_errors(action):
-            if not await self._ensure(name, space=space, create=False):
+        with qdrant_collections.wrap_errors(action):
+            if not await self._collections.ensure(name, space=space, create=False):
                 return empty
         try:
-            with wrap_errors(action):
+            with qdrant_collections.wrap_errors(action):
                 return await read(name)
-        except CollectionGone:  # dropped by another process since this one saw it
-            self._known.pop(name, None)
+        except (
+            qdrant_collections.CollectionGone
+        ):  # dropped by another process since this one saw it
+            self._collections.forget(name)
             return empty
 
     @contextlib.contextmanager
     def _skip_gone(self, name: str) -> Iterator[None]:
         try:
             yield
-        except CollectionGone:
-            self._known.pop(name, None)
+        except qdrant_collections.CollectionGone:
+            self._collections.forget(name)
 
     async def get(self, space: str, ids: Sequence[str]) -> builtins.list[models.MemoryRecord]:
         wanted = [i for i in dict.fromkeys(ids) if spaces_module.is_memory_id(i)]
@@ -414,8 +276,8 @@ class QdrantSpaces:
     async def find(self, memory_id: str) -> models.MemoryRecord | None:
         if not spaces_module.is_memory_id(memory_id):
             return None
-        for name in await self._managed():
-            with self._skip_gone(name), wrap_errors("find"):
+        for name in await self._collections.managed():
+            with self._skip_gone(name), qdrant_collections.wrap_errors("find"):
                 points = await self.client.retrieve(name, ids=[memory_id], with_payload=True)
                 if points:
                     return spaces_module.from_payload(points[0].payload or {})
@@ -430,15 +292,15 @@ class QdrantSpaces:
 
     async def spaces(self) -> builtins.list[str]:
         found: set[str] = set()
-        for name in await self._managed():
-            with self._skip_gone(name), wrap_errors("spaces"):
+        for name in await self._collections.managed():
+            with self._skip_gone(name), qdrant_collections.wrap_errors("spaces"):
                 if self.shared:
                     facets = await self.client.facet(
                         name, key=spaces_module.TENANT_KEY, limit=1_000_000, exact=True
                     )
                     found.update(str(hit.value) for hit in facets.hits if hit.count)
                 elif (await self.client.count(name, exact=True)).count:
-                    found.add(self._known[name]["space"])
+                    found.add(self._collections.known[name]["space"])
         return sorted(found)
 
     async def search(

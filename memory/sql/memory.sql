@@ -69,6 +69,14 @@ INSERT INTO memory_tombstones (kind, target, until_ts) VALUES ($1, $2, $3)
 ON CONFLICT (kind, target) DO UPDATE
 SET until_ts = greatest(memory_tombstones.until_ts, EXCLUDED.until_ts);
 
+-- memory_viewer_lock --
+-- description: wait for and take a viewer's session-level advisory lock ($1 lock key bigint)
+SELECT pg_advisory_lock($1::bigint);
+
+-- memory_viewer_unlock --
+-- description: release a viewer's session-level advisory lock ($1 lock key bigint)
+SELECT pg_advisory_unlock($1::bigint);
+
 -- memory_tombstones_for_turn --
 -- description: tombstones that concern a turn ($1 turn id, $2 memory ids, $3 user ids)
 SELECT kind, target, until_ts FROM memory_tombstones

@@ -1,0 +1,204 @@
+"""The Qdrant collections of one prefix and layout: naming, creation, embedder checks, errors.
+
+Each collection records, in its collection metadata (``{"livememory": {...}}``, kept by local mode
+too), the embedder name and dim, the layout and (per-space) the space key; a manifest collection
+``<prefix>_manifest`` records the embedder for the whole prefix, checked when the spaces open, so
+another embedder fails at start-up with ``errors.EmbedderMismatch`` instead of mixing vectors.
+``wrap_errors`` translates the client's errors at this boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+from qdrant_client.http import exceptions as qdrant_exceptions
+
+from memory import errors
+from memory import spaces as spaces_module
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from config.settings import Settings
+    from memory import ports
+
+logger = logging.getLogger(__name__)
+
+META_KEY = "livememory"
+
+
+class CollectionGone(errors.MemoryServiceError):
+    """The collection was deleted (by another process) after this one saw it."""
+
+
+@contextlib.contextmanager
+def wrap_errors(action: str) -> Iterator[None]:
+    """Translate client errors: unreachable or failing server → ``errors.StoreUnavailable``."""
+    try:
+        yield
+    except (qdrant_exceptions.ResponseHandlingException, httpx.TransportError, OSError) as exc:
+        raise errors.StoreUnavailable(f"Qdrant is unavailable ({action}): {exc}") from exc
+    except ValueError as exc:  # local mode
+        if "not found" in str(exc):
+            raise CollectionGone(f"{action}: {exc}") from exc
+        raise
+    except qdrant_exceptions.UnexpectedResponse as exc:
+        if exc.status_code == 404:
+            raise CollectionGone(f"{action}: {exc}") from exc
+        if exc.status_code is not None and exc.status_code >= 500:
+            raise errors.StoreUnavailable(f"Qdrant error ({action}): {exc}") from exc
+        raise errors.MemoryServiceError(f"Qdrant refused {action}: {exc}") from exc
+
+
+def _local(path: str) -> AsyncQdrantClient:
+    """Embedded Qdrant in a folder; one process at a time may hold it (a file lock)."""
+    try:
+        return AsyncQdrantClient(path=path)
+    except RuntimeError as exc:
+        if "already accessed" not in str(exc):
+            raise
+        raise errors.StoreUnavailable(
+            f"the embedded Qdrant in {path} is in use by another process (a running bot or "
+            "worker?): stop it first, or set QDRANT_URL to share a Qdrant server"
+        ) from exc
+
+
+def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
+    if location == ":memory:":
+        return AsyncQdrantClient(location=":memory:")
+    if location is not None:
+        return _local(location)
+    if settings.qdrant_url:
+        api_key = settings.qdrant.api_key
+        return AsyncQdrantClient(
+            url=settings.qdrant_url,
+            api_key=api_key.get_secret_value() if api_key else None,
+            timeout=max(1, round(settings.qdrant.timeout_seconds)),
+            check_compatibility=False,
+        )
+    path = settings.data_dir / "qdrant"
+    path.mkdir(parents=True, exist_ok=True)
+    return _local(str(path))
+
+
+class Collections:
+    """The memory collections of one prefix and layout, and the ones known to exist."""
+
+    def __init__(
+        self, client: AsyncQdrantClient, embedder: ports.Embedder, *, layout: str, prefix: str
+    ) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.layout = layout
+        self.shared = layout == "shared"
+        self.prefix = prefix
+        #: collection name → its livememory metadata, for collections known to exist
+        self.known: dict[str, dict[str, Any]] = {}
+        self._lock = asyncio.Lock()
+
+    def forget(self, name: str) -> None:
+        """Collection ``name`` is gone (dropped, maybe by another process)."""
+        self.known.pop(name, None)
+
+    def name(self, space: str) -> str:
+        """The collection that holds ``space``."""
+        if self.shared:
+            return spaces_module.shared_collection(self.prefix, space)
+        return spaces_module.space_collection(self.prefix, space)
+
+    async def check_manifest(self, settings: Settings) -> None:
+        name = spaces_module.manifest_collection(self.prefix)
+        attempts = 1 if settings.qdrant_url is None else settings.qdrant.connect_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                with wrap_errors("open"):
+                    await self.ensure(name, space=None, create=True, vector_size=1)
+                return
+            except errors.StoreUnavailable:
+                if attempt == attempts:
+                    raise
+                logger.warning("Qdrant not reachable, %d attempt(s) left", attempts - attempt)
+                await asyncio.sleep(settings.qdrant.connect_retry_seconds)
+
+    async def ensure(
+        self, name: str, *, space: str | None, create: bool, vector_size: int | None = None
+    ) -> bool:
+        """Whether collection ``name`` exists (creating it when asked), its embedder checked."""
+        if name in self.known:
+            return True
+        async with self._lock:
+            if name in self.known:
+                return True
+            if not await self.client.collection_exists(name):
+                if not create:
+                    return False
+                await self._create(name, space, vector_size or self.embedder.dim)
+            info = await self.client.get_collection(name)
+            recorded = (info.config.metadata or {}).get(META_KEY)
+            spaces_module.check_embedder(recorded, self.embedder, name)
+            self.known[name] = dict(recorded or {})
+        return True
+
+    async def _create(self, name: str, space: str | None, size: int) -> None:
+        extra: dict[str, Any] = {"layout": self.layout}
+        if space is not None and not self.shared:
+            extra["space"] = space
+        metadata = {META_KEY: spaces_module.embedder_metadata(self.embedder, **extra)}
+        try:
+            await self.client.create_collection(
+                name,
+                vectors_config=qm.VectorParams(size=size, distance=qm.Distance.COSINE),
+                metadata=metadata,
+            )
+        except (ValueError, qdrant_exceptions.UnexpectedResponse) as exc:
+            if not await self.client.collection_exists(name):  # not a lost creation race
+                raise
+            logger.debug("collection %s created concurrently (%s)", name, exc)
+            return
+        if space is not None:
+            await self._index(name)
+        logger.info("created Qdrant collection %s", name, extra={"action": "collection_created"})
+
+    async def _index(self, name: str) -> None:
+        """Payload indexes (used by a server; local mode ignores them and warns once)."""
+        fields: list[tuple[str, qm.KeywordIndexParams]] = [
+            ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
+            ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
+        ]
+        if self.shared:
+            fields.append(
+                (
+                    spaces_module.TENANT_KEY,
+                    qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True),
+                )
+            )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect")
+            for field, schema in fields:
+                await self.client.create_payload_index(name, field, field_schema=schema)
+
+    async def managed(self) -> list[str]:
+        """Names of the existing memory collections of this prefix and layout."""
+        with wrap_errors("list collections"):
+            listed = await self.client.get_collections()
+            names = sorted(c.name for c in listed.collections)
+            start = f"{self.prefix}_shared_" if self.shared else f"{self.prefix}_"
+            result = []
+            for name in names:
+                if not name.startswith(start) or name == spaces_module.manifest_collection(
+                    self.prefix
+                ):
+                    continue
+                if not self.shared and name.startswith(f"{self.prefix}_shared_"):
+                    continue
+                await self.ensure(name, space=None, create=False)
+                if self.known.get(name, {}).get("layout") == self.layout:
+                    result.append(name)
+        return result
