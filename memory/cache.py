@@ -90,6 +90,17 @@ class SingleFlight(Generic[T]):
     def in_flight(self, key: str) -> bool:
         return key in self._calls
 
+    def forget(self, prefix: str) -> int:
+        """Later callers of the keys starting with ``prefix`` start a call of their own.
+
+        Calls already running go on for the callers waiting on them (nothing is cancelled); used
+        when what those calls read has been invalidated. Returns how many calls were forgotten.
+        """
+        doomed = [key for key in self._calls if key.startswith(prefix)]
+        for key in doomed:
+            del self._calls[key]
+        return len(doomed)
+
     async def run(self, key: str, factory: Callable[[], Awaitable[T]]) -> tuple[T, bool]:
         """Run ``factory()`` once for concurrent callers of ``key``.
 

@@ -11,9 +11,14 @@ Skipped: paused streams (nothing written), forgotten turns, forgotten memories, 
 messages up to the time they were forgotten, redacted messages, and the viewers the turn's ingestion
 barrier excludes (no personal memory, no profile update; the episodic record stays).
 
-Idempotent: point ids are uuid5 of turn id + author + kind (+ message id), so a retried job replaces
-the same points. With ``settings.ollama.extract_facts`` and a chat model, a viewer's kept statements
-are also condensed into ``FACT`` memories (``memory.facts``); the raw memories stay either way.
+Idempotent: point ids are uuid5 of turn id + author + kind (+ message id, or a fact's normalized
+text), so a retried job replaces the same points. With ``settings.ollama.extract_facts`` and a chat
+model, a viewer's kept statements are also condensed into ``FACT`` memories (``memory.facts``); the
+raw memories stay either way. A re-run whose extraction answers replaces the turn's earlier facts.
+
+Forget and correct win over a running consolidation: the writes run under the authors' viewer locks
+(``memory.viewer_lock``) after the tombstones are read again, and a tombstoned raw memory, fact or
+episode — or a fact condensed from a forgotten statement — is never written back.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory import barrier, errors, facts, identity, models, noise, sql
+from memory import barrier, errors, facts, identity, models, noise, sql, viewer_lock
 from memory import profile as profile_module
 from memory.adapters import postgres
 
@@ -42,6 +47,8 @@ logger = logging.getLogger(__name__)
 JOB_KIND = "consolidate_turn"
 #: namespace of memory point ids
 POINT_NAMESPACE = uuid.UUID("5b0f2f4e-63a4-4f53-9a52-6d656d6f7279")
+#: at most this many memories are listed from one space to find a turn's earlier facts
+LIST_LIMIT = 100_000
 
 
 def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
@@ -73,13 +80,19 @@ class StateBarrier:
 
 
 class CacheInvalidator(Protocol):
-    """Drops what the retrieval caches hold about a viewer (the retriever implements it)."""
+    """Drops what the retrieval caches hold about a viewer (the retriever implements it).
+
+    An invalidator may also have ``async invalidate_kind(kind)`` (``episodic``, ``lore``): it is
+    called when present (``operations.invalidate_kind``), so older invalidators keep working."""
 
     async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> object: ...
 
 
 class NoCache:
     async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> None:
+        return None
+
+    async def invalidate_kind(self, kind: str) -> None:
         return None
 
 
@@ -101,6 +114,15 @@ class Result:
     dropped: Mapping[str, str] = field(default_factory=dict)
     #: why the whole turn was skipped (``paused``, ``forgotten``), else None
     skipped: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Draft:
+    """A turn's personal memories and episode once the forgotten parts are left out."""
+
+    personal: list[models.MemoryRecord]
+    dropped: dict[str, str]
+    episode: models.MemoryRecord | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +182,11 @@ class Consolidator:
         return event.user_id in self.bot_ids or identity.normalize_login(event.login) in self.bots
 
     async def consolidate(self, turn_id: str) -> Result:
-        """Consolidate one turn; safe to run again (same ids, no duplicates)."""
+        """Consolidate one turn; safe to run again (same ids, no duplicates).
+
+        The slow part (barrier, fact extraction) runs unlocked; the writes run under the authors'
+        viewer locks (``memory.viewer_lock``) after the tombstones are read again, so a forget or
+        correct that ran meanwhile is never undone."""
         with postgres.wrap_errors("read turn"):
             turn = await self.db.pool.fetchrow(sql.queries["transcript_get_turn"], turn_id)
             if turn is None:
@@ -173,21 +199,21 @@ class Consolidator:
                 sql.queries["memory_turn_messages"], list(turn["message_ids"])
             )
         messages = [_event(row) for row in rows]
-        tombstones = await self._tombstones(turn_id, [m.event for m in messages])
+        tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
-        public = [
-            m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
-        ]
         decision = await self.barrier.excluded(turn_id)
-        personal, dropped = self._personal(turn_id, public, decision)
-        personal = [r for r in personal if ("memory", r.id) not in tombstones]
-        episode = self._episode(turn_id, stream, public, turn["reply"], turn["reply_ts"])
-        condensed = await self._facts(turn_id, personal)
-        records = [*personal, *condensed, *([episode] if episode else [])]
-        if records:
-            await self.spaces.upsert(records)
-        await self.profiles.apply_memories(personal)
+        draft = self._draft(turn_id, turn, messages, tombstones, decision)
+        condensed, refreshed = await self._facts(turn_id, draft.personal)
+        async with viewer_lock.hold(self.db, {m.event.user_id for m in messages}) as conn:
+            tombstones = await self._tombstones(conn, turn_id, messages, condensed)
+            if ("turn", turn_id) in tombstones:
+                return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
+            draft = self._draft(turn_id, turn, messages, tombstones, decision)
+            forgotten = {target for kind, target in tombstones if kind == "memory"}
+            condensed = facts.live(condensed, draft.personal, forgotten)
+            await self._write(turn_id, draft, condensed, refreshed)
+        personal, episode = draft.personal, draft.episode
         viewers = tuple(sorted({r.user_id for r in [*personal, *condensed] if r.user_id}))
         for user_id in viewers:
             await self.invalidator.invalidate_viewer(user_id)
@@ -198,7 +224,7 @@ class Consolidator:
             facts=len(condensed),
             episodic=1 if episode else 0,
             viewers=viewers,
-            dropped=dropped,
+            dropped=draft.dropped,
         )
         logger.info(
             "turn %s consolidated: %d personal, %d facts, %d episodic, %d dropped",
@@ -206,17 +232,78 @@ class Consolidator:
             result.personal,
             result.facts,
             result.episodic,
-            len(dropped),
+            len(draft.dropped),
             extra={"action": "consolidated"},
         )
         return result
 
+    def _draft(
+        self,
+        turn_id: str,
+        turn: asyncpg.Record,
+        messages: Sequence[_Message],
+        tombstones: Mapping[tuple[str, str], datetime | None],
+        decision: barrier.BarrierDecision,
+    ) -> _Draft:
+        """What the turn gives, minus everything forgotten (redacted, tombstoned)."""
+        public = [
+            m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
+        ]
+        personal, dropped = self._personal(turn_id, public, decision)
+        personal = [r for r in personal if ("memory", r.id) not in tombstones]
+        episode = self._episode(turn_id, turn["stream"], public, turn["reply"], turn["reply_ts"])
+        if episode is not None and ("memory", episode.id) in tombstones:
+            episode = None
+        return _Draft(personal=personal, dropped=dropped, episode=episode)
+
+    async def _write(
+        self,
+        turn_id: str,
+        draft: _Draft,
+        condensed: Sequence[models.MemoryRecord],
+        refreshed: Sequence[str],
+    ) -> None:
+        """Upsert the turn's memories and profile facts (called under the viewer locks)."""
+        await self._drop_stale_facts(turn_id, draft.personal, condensed, refreshed)
+        records = [*draft.personal, *condensed, *([draft.episode] if draft.episode else [])]
+        if records:
+            await self.spaces.upsert(records)
+        await self.profiles.apply_memories(draft.personal)
+
+    async def _drop_stale_facts(
+        self,
+        turn_id: str,
+        personal: Sequence[models.MemoryRecord],
+        condensed: Sequence[models.MemoryRecord],
+        refreshed: Sequence[str],
+    ) -> None:
+        """On a re-run, delete the turn's facts of ``refreshed`` viewers this run did not state."""
+        keep = {r.id for r in condensed}
+        for user_id in refreshed:
+            space = identity.personal_key(user_id)
+            own = [r.id for r in personal if r.user_id == user_id]
+            if not own or not await self.spaces.get(space, own):
+                continue  # first run for this viewer: no earlier facts
+            stale = [
+                r.id
+                for r in await self.spaces.list(space, limit=LIST_LIMIT)
+                if r.kind is models.MemoryKind.FACT and r.turn_id == turn_id and r.id not in keep
+            ]
+            if stale:
+                await self.spaces.delete(space, stale)
+
     async def _tombstones(
-        self, turn_id: str, events: Sequence[models.ChatEvent]
+        self,
+        conn: asyncpg.Pool | asyncpg.Connection,
+        turn_id: str,
+        messages: Sequence[_Message],
+        condensed: Sequence[models.MemoryRecord] = (),
     ) -> dict[tuple[str, str], datetime | None]:
+        events = [m.event for m in messages]
         ids = [point_id(turn_id, e.user_id, models.MemoryKind.PERSONAL, e.id) for e in events]
+        ids += [point_id(turn_id, "stream", models.MemoryKind.EPISODIC), *(r.id for r in condensed)]
         with postgres.wrap_errors("read tombstones"):
-            rows = await self.db.pool.fetch(
+            rows = await conn.fetch(
                 sql.queries["memory_tombstones_for_turn"],
                 turn_id,
                 ids,
@@ -283,14 +370,20 @@ class Consolidator:
 
     async def _facts(
         self, turn_id: str, personal: Sequence[models.MemoryRecord]
-    ) -> list[models.MemoryRecord]:
+    ) -> tuple[list[models.MemoryRecord], list[str]]:
+        """The condensed facts, and the viewers whose extraction answered (their facts of this
+        turn are replaced by this answer; a failed extraction keeps the earlier ones)."""
         if self.model is None or not personal:
-            return []
+            return [], []
         condensed: list[models.MemoryRecord] = []
+        refreshed: list[str] = []
         for user_id in sorted({r.user_id for r in personal if r.user_id}):
             own = [r for r in personal if r.user_id == user_id]
-            condensed.extend(await facts.condense(self.model, turn_id, own))
-        return condensed
+            found = await facts.condense(self.model, turn_id, own)
+            if found is not None:
+                condensed.extend(found)
+                refreshed.append(user_id)
+        return condensed, refreshed
 
 
 def personal_record(turn_id: str, event: models.ChatEvent) -> models.MemoryRecord:

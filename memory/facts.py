@@ -5,6 +5,10 @@ model must answer a JSON object ``{"facts": [{"text": "...", "message_ids": ["m1
 with pydantic; each fact keeps the raw provenance (only message ids of that viewer's own statements
 are accepted). Any failure (model down, bad JSON) is logged and yields no facts: the raw statements
 are stored either way.
+
+A fact's id comes from its turn, its author and its normalized text (``fact_id``), never from its
+position, so a re-run that states fewer facts cannot leave another fact under a reused id. A fact
+whose source statement is forgotten is forgotten with it (``live``, ``operations.forget_memory``).
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import pydantic
 
-from memory import errors, models
+from memory import context, errors, models
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from memory import ports
 
@@ -60,11 +64,34 @@ def parse(content: str) -> list[_Fact]:
     return _Facts.model_validate(json.loads(match.group(0))).facts[:MAX_FACTS]
 
 
+def fact_id(turn_id: str, user_id: str, text: str) -> str:
+    """A fact's point id: from its turn, its author and its normalized text (a re-run that states
+    the same fact again replaces it; one that no longer states it leaves a stale id to delete)."""
+    from memory import consolidation  # point ids live there; imported late (mutual import)
+
+    return consolidation.point_id(turn_id, user_id, "fact", context.normalize(text))
+
+
+def live(
+    condensed: Sequence[models.MemoryRecord],
+    personal: Sequence[models.MemoryRecord],
+    forgotten: Collection[str],
+) -> list[models.MemoryRecord]:
+    """The facts not forgotten themselves (``forgotten``: tombstoned memory ids) whose every source
+    statement is still among ``personal`` (a fact of a forgotten statement would repeat it)."""
+    kept = {r.id for r in personal}
+    return [
+        r
+        for r in condensed
+        if r.id not in forgotten and set(r.extra.get("source_memory_ids", ())) <= kept
+    ]
+
+
 async def condense(
     model: ports.ChatModel, turn_id: str, own: Sequence[models.MemoryRecord]
-) -> list[models.MemoryRecord]:
-    """``FACT`` memories condensed from one viewer's personal memories of one turn."""
-    from memory import consolidation  # point ids live there; imported late (mutual import)
+) -> list[models.MemoryRecord] | None:
+    """``FACT`` memories condensed from one viewer's personal memories of one turn (None when the
+    extraction failed, ``[]`` when the model found none)."""
 
     first = own[0]
     by_message = {mid: record for record in own for mid in record.origin_message_ids}
@@ -79,14 +106,16 @@ async def condense(
     except (errors.ModelUnavailable, errors.ModelError, ValueError) as exc:
         # pydantic.ValidationError and json.JSONDecodeError are ValueErrors
         logger.warning("fact extraction failed for turn %s (%s): raw memories only", turn_id, exc)
-        return []
-    records: list[models.MemoryRecord] = []
-    for index, fact in enumerate(found):
+        return None
+    records: dict[str, models.MemoryRecord] = {}
+    for fact in found:
         origin = tuple(m for m in fact.message_ids if m in by_message) or tuple(by_message)
         sources = [by_message[m] for m in origin]
-        records.append(
+        point = fact_id(turn_id, first.user_id or "", fact.text)
+        records.setdefault(
+            point,
             models.MemoryRecord(
-                id=consolidation.point_id(turn_id, first.user_id or "", "fact", str(index)),
+                id=point,
                 space=first.space,
                 kind=models.MemoryKind.FACT,
                 text=fact.text.strip(),
@@ -99,6 +128,6 @@ async def condense(
                 first_ts=min(r.first_ts for r in sources if r.first_ts),
                 last_ts=max(r.last_ts for r in sources if r.last_ts),
                 extra={"source_memory_ids": sorted({r.id for r in sources})},
-            )
+            ),
         )
-    return records
+    return list(records.values())

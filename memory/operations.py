@@ -18,13 +18,15 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memory import consolidation, errors, identity, lore, models, sql
+from memory import consolidation, errors, identity, lore, models, sql, viewer_lock
 from memory import profile as profile_module
 from memory.adapters import postgres
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
+
+    import asyncpg
 
     from memory import ports
 
@@ -156,14 +158,28 @@ class Operations:
     async def forget_memory(
         self, memory_id: str, *, actor: str, owner: str | None = None
     ) -> models.MemoryRecord:
-        """Delete one memory (and the profile facts derived from it)."""
+        """Delete one memory (and the facts condensed from it, and the profile facts derived from
+        them); tombstoned first, under the viewer lock, so no consolidation writes them back."""
         record = await self.find(memory_id, owner=owner)
-        await self.spaces.delete(record.space, [record.id])
-        await self.profiles.delete_memories([record.id])
-        await self._tombstone("memory", record.id)
+        async with viewer_lock.hold(self.db, lock_ids(record)) as conn:
+            doomed = [record.id, *(r.id for r in await self._condensed_from(record))]
+            await self._tombstone("memory", *doomed, conn=conn)
+            await self.spaces.delete(record.space, doomed)
+            await self.profiles.delete_memories(doomed)
         await self.audit(actor, "forget_memory", record.id, {"space": record.space})
         await self._invalidate([record.user_id] if record.user_id else [], record.space)
         return record
+
+    async def _condensed_from(self, record: models.MemoryRecord) -> list[models.MemoryRecord]:
+        """The ``FACT`` memories condensed from a raw statement (same personal space)."""
+        if record.kind is not models.MemoryKind.PERSONAL:
+            return []
+        return [
+            r
+            for r in await self.spaces.list(record.space, limit=consolidation.LIST_LIMIT)
+            if r.kind is models.MemoryKind.FACT
+            and record.id in r.extra.get("source_memory_ids", ())
+        ]
 
     async def forget_turn(self, turn_id: str, *, actor: str) -> int:
         """Delete every memory that came from one turn, in every space; returns how many."""
@@ -171,9 +187,10 @@ class Operations:
             row = await self.db.pool.fetchrow(sql.queries["memory_turn_authors"], turn_id)
         if row is None:
             raise errors.UnknownTurn(f"unknown turn {turn_id!r}", turn_id=turn_id)
-        await self._tombstone("turn", turn_id)
-        removed = await self.spaces.delete_turn(turn_id)
-        touched = await self.profiles.delete_turn(turn_id)
+        async with viewer_lock.hold(self.db, row["user_ids"]) as conn:
+            await self._tombstone("turn", turn_id, conn=conn)
+            removed = await self.spaces.delete_turn(turn_id)
+            touched = await self.profiles.delete_turn(turn_id)
         users = sorted(set(row["user_ids"]) | set(touched))
         await self.audit(
             actor, "forget_turn", turn_id, {"memories": removed, "stream": row["stream"]}
@@ -187,14 +204,15 @@ class Operations:
     ) -> ForgetReport:
         """Delete a viewer's whole personal space and profile (``everywhere``: also redact their
         messages from episodic documents and the transcript's served text)."""
-        with postgres.wrap_errors("forget viewer"):
-            until = await self.db.pool.fetchval(sql.queries["memory_viewer_forget_until"], user_id)
-        await self._tombstone("viewer", user_id, until)
-        memories = await self.spaces.drop(identity.personal_key(user_id))
-        facts = await self.profiles.delete_viewer(user_id)
-        report = ForgetReport(user_id=user_id, memories=memories, profile_facts=facts)
-        if everywhere:
-            report = await self._redact_everywhere(user_id, actor, report)
+        async with viewer_lock.hold(self.db, [user_id]) as conn:
+            with postgres.wrap_errors("forget viewer"):
+                until = await conn.fetchval(sql.queries["memory_viewer_forget_until"], user_id)
+            await self._tombstone("viewer", user_id, until=until, conn=conn)
+            memories = await self.spaces.drop(identity.personal_key(user_id))
+            facts = await self.profiles.delete_viewer(user_id)
+            report = ForgetReport(user_id=user_id, memories=memories, profile_facts=facts)
+            if everywhere:
+                report = await self._redact_everywhere(user_id, actor, report)
         await self.audit(
             actor, "forget_viewer", user_id, {**report.to_json(), "everywhere": everywhere}
         )
@@ -265,13 +283,16 @@ class Operations:
             corrects=root,
             extra={"corrected_by": actor},
         )
-        await self.spaces.upsert([correction])
-        if original.id != correction.id:
-            await self.spaces.delete(original.space, [original.id])
-            await self._tombstone("memory", original.id)
-        await self.profiles.delete_memories([original.id])
-        if original.user_id and original.space == identity.personal_key(original.user_id):
-            await self.profiles.apply_memories([correction])
+        async with viewer_lock.hold(self.db, lock_ids(original)) as conn:
+            await self.spaces.upsert([correction])
+            doomed: list[str] = []
+            if original.id != correction.id:  # else a correction corrected again: replaced
+                doomed = [original.id, *(r.id for r in await self._condensed_from(original))]
+                await self._tombstone("memory", *doomed, conn=conn)
+                await self.spaces.delete(original.space, doomed)
+            await self.profiles.delete_memories([original.id, *doomed])
+            if original.user_id and original.space == identity.personal_key(original.user_id):
+                await self.profiles.apply_memories([correction])
         await self.audit(
             actor, "correct", original.id, {"correction_id": correction.id, "space": original.space}
         )
@@ -300,6 +321,7 @@ class Operations:
     async def load_lore(self, directory: Path, *, actor: str) -> int:
         """Replace the lore space with the files of ``directory``; returns the entries loaded."""
         count = await lore.load(self.spaces, directory)
+        await invalidate_kind(self.invalidator, "lore")
         await self.audit(
             actor, "lore_load", identity.LORE_KEY, {"directory": str(directory), "entries": count}
         )
@@ -318,14 +340,42 @@ class Operations:
             rows = await self.db.pool.fetch(sql.queries["memory_audit_list"], limit)
         return [{**dict(row), "details": json.loads(row["details"])} for row in rows]
 
-    async def _tombstone(self, kind: str, target: str, until: Any = None) -> None:
+    async def _tombstone(
+        self,
+        kind: str,
+        *targets: str,
+        until: Any = None,
+        conn: asyncpg.Connection | None = None,
+    ) -> None:
+        """Remember what is forgotten (before it is deleted: a crash in between leaves it gone
+        for any later consolidation, not back)."""
         with postgres.wrap_errors("write tombstone"):
-            await self.db.pool.execute(sql.queries["memory_add_tombstone"], kind, target, until)
+            for target in targets:
+                await (conn or self.db.pool).execute(
+                    sql.queries["memory_add_tombstone"], kind, target, until
+                )
 
     async def _invalidate(self, user_ids: Sequence[str], space: str) -> None:
         everywhere = not space.startswith("viewer:")
         for user_id in user_ids:
             await self.invalidator.invalidate_viewer(user_id, everywhere=everywhere)
+        if space.startswith("stream:"):
+            await invalidate_kind(self.invalidator, "episodic")
+        elif space == identity.LORE_KEY:
+            await invalidate_kind(self.invalidator, "lore")
+
+
+def lock_ids(record: models.MemoryRecord) -> list[str]:
+    """Whose viewer lock guards a memory: its owner, or the authors of an episode's turn."""
+    return [record.user_id] if record.user_id else list(record.participants)
+
+
+async def invalidate_kind(invalidator: consolidation.CacheInvalidator, kind: str) -> None:
+    """Drop the cached stream-wide results of one kind, when the invalidator can (the retriever's
+    ``invalidate_kind``; an invalidator without it only drops viewers)."""
+    drop = getattr(invalidator, "invalidate_kind", None)
+    if drop is not None:
+        await drop(kind)
 
 
 def redact_episode(record: models.MemoryRecord, user_id: str) -> models.MemoryRecord | None:

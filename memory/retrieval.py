@@ -10,6 +10,12 @@ total budget, through caches and single-flight; then context assembly.
   them with one prefix delete (forget / correct / consolidation call it).
 * Identical in-flight requests (same cache key) share one call (``cache.SingleFlight``), whichever
   turn or viewer asked; a caller timing out never cancels the call for the others.
+* An invalidation bumps a generation per viewer (``v:<user id>``) or kind (``k:<kind>``): a fetch
+  that was running then does not write its (possibly pre-forget) result into the cache, and later
+  requests do not join it. With a shared cache (Redis) the invalidation also leaves a marker in it,
+  so an invalidation by another process (the admin CLI) counts too.
+* The ``state`` source is cached per stream *and* set of batch authors (scope ``batch``): its rows
+  about the asking viewers rank first.
 
 Embedded Qdrant (local mode) runs its search synchronously inside its ``async`` methods: a search
 that is running blocks the event loop, so neither the source timeout nor the budget can preempt it.
@@ -26,6 +32,7 @@ import hashlib
 import json
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,6 +52,8 @@ logger = logging.getLogger(__name__)
 CACHE_VERSION = "mem1"
 #: how long cancelled sources get to unwind after the budget ran out (seconds)
 CANCEL_GRACE_SECONDS = 0.05
+#: how long a shared cache keeps an invalidation marker (far longer than any fetch runs)
+GENERATION_TTL_SECONDS = 24 * 3600.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -117,6 +126,10 @@ class Retriever:
         self._flight: cache_module.SingleFlight[list[models.RecallItem]] = (
             cache_module.SingleFlight()
         )
+        #: invalidation group (``v:<user id>`` / ``k:<kind>``) → invalidations seen in-process
+        self._generations: dict[str, int] = {}
+        #: a cache other processes share: invalidations are also marked in it (see ``_generation``)
+        self._shared = not isinstance(cache, cache_module.InProcessCache)
 
     async def retrieve(
         self,
@@ -195,16 +208,19 @@ class Retriever:
     async def _load(
         self, source: models.PlannedSource, spec: sources.SourceSpec, batch: models.Batch
     ) -> list[models.RecallItem]:
-        key = cache_key(source, spec, batch.stream)
+        key = cache_key(source, spec, batch.stream, [event.user_id for event in batch.chat])
         if spec.ttl_seconds > 0:
             cached = await self._cache_get(key)
             if cached is not None:
                 self._count(spec.kind, "hit")
                 return _decode(cached)
+        group = f"v:{source.user_id}" if spec.scope == "viewer" else f"k:{spec.kind}"
 
         async def load() -> list[models.RecallItem]:
+            generation = await self._generation(group) if spec.ttl_seconds > 0 else None
             items = await spec.fetch(source, batch)
-            if spec.ttl_seconds > 0:
+            # an invalidation while fetching (forget, correct) may have removed what was read
+            if generation is not None and await self._generation(group) == generation:
                 await self._cache_set(key, _encode(items), spec.ttl_seconds)
             return items
 
@@ -229,17 +245,36 @@ class Retriever:
         except Exception:
             logger.warning("memory cache write failed", exc_info=True)
 
+    async def _generation(self, group: str) -> tuple[int, str | None]:
+        """What has invalidated ``group`` so far: the in-process count and, with a shared cache,
+        the marker the last invalidation (of any process) left in it."""
+        shared = await self._cache_get(f"{CACHE_VERSION}:gen:{group}") if self._shared else None
+        return self._generations.get(group, 0), shared
+
+    async def _invalidated(self, group: str, *prefixes: str) -> None:
+        """Fetches of ``group`` running now must not fill the cache, nor be joined by new requests."""
+        self._generations[group] = self._generations.get(group, 0) + 1
+        for prefix in prefixes:
+            self._flight.forget(prefix)
+        if self._shared:
+            marker = uuid.uuid4().hex
+            await self._cache_set(f"{CACHE_VERSION}:gen:{group}", marker, GENERATION_TTL_SECONDS)
+
     async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> int:
         """Drop every cached source of one viewer (and the episodic caches when ``everywhere``)."""
-        dropped = await self.cache.delete_prefix(f"{CACHE_VERSION}:v:{user_id}:")
+        prefix = f"{CACHE_VERSION}:v:{user_id}:"
+        await self._invalidated(f"v:{user_id}", prefix)
+        dropped = await self.cache.delete_prefix(prefix)
         if everywhere:
             dropped += await self.invalidate_kind("episodic")
         return dropped
 
     async def invalidate_kind(self, kind: str) -> int:
         """Drop the cached stream-wide or global results of one kind (``episodic``, ``lore``, ``state``)."""
-        dropped = await self.cache.delete_prefix(f"{CACHE_VERSION}:s:{kind}:")
-        return dropped + await self.cache.delete_prefix(f"{CACHE_VERSION}:g:{kind}:")
+        prefixes = (f"{CACHE_VERSION}:s:{kind}:", f"{CACHE_VERSION}:g:{kind}:")
+        await self._invalidated(f"k:{kind}", *prefixes)
+        dropped = await self.cache.delete_prefix(prefixes[0])
+        return dropped + await self.cache.delete_prefix(prefixes[1])
 
     async def invalidate_state(self) -> int:
         """Drop cached channel state (call after a tool changed it)."""

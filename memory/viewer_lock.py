@@ -10,8 +10,9 @@ Several viewers (a turn with several authors) are locked in ascending key order,
 overlapping sets cannot deadlock. Keys are 64-bit hashes of ``livememory:viewer:<user id>``; a rare
 collision only serialises two viewers more than needed.
 
-Code inside the lock should run its SQL on the yielded connection: while it holds the lock,
-another pool connection may be needed only briefly (the pool must not be exhausted by waiters).
+Code inside the lock should run its SQL on the yielded connection where it can; a second pool
+connection is only borrowed briefly. Never nest ``hold`` (the inner one would use another
+connection and wait for the outer one forever).
 """
 
 from __future__ import annotations

@@ -432,7 +432,9 @@ async def test_a_retry_keeps_only_the_facts_of_its_own_answer(
         ],
     )
     fake_ollama.reply(
-        facts_answer(("Alice is a graphic designer", ["m1"]), ("Alice has a cat named Miso", ["m3"]))
+        facts_answer(
+            ("Alice is a graphic designer", ["m1"]), ("Alice has a cat named Miso", ["m3"])
+        )
     )
     await consolidator.consolidate(turn_id)
     first = await fact_texts(spaces)

@@ -350,7 +350,10 @@ async def test_the_state_cache_is_keyed_by_the_batchs_viewers() -> None:
         calls.append(users)
         return [
             models.RecallItem(
-                source="state", space="state", viewer=None, memory_id=f"state:{users}",
+                source="state",
+                space="state",
+                viewer=None,
+                memory_id=f"state:{users}",
                 text=f"rows about {users}",
             )
         ]
@@ -358,7 +361,9 @@ async def test_the_state_cache_is_keyed_by_the_batchs_viewers() -> None:
     registry = sources.default_registry(
         settings, spaces=fake_spaces.InMemorySpaces(), profiles=NoProfiles(), state=state
     )
-    retriever = retrieval.Retriever(settings, registry=registry, cache=cache_module.InProcessCache())
+    retriever = retrieval.Retriever(
+        settings, registry=registry, cache=cache_module.InProcessCache()
+    )
     plan = models.Plan(sources=(source("state", query="who are my siblings?"),))
     alice = await retriever.retrieve(plan, one_batch(event("alice", "who are my siblings?")), [])
     bob = await retriever.retrieve(plan, one_batch(event("bob", "who are my siblings?")), [])
@@ -408,6 +413,29 @@ async def test_redis_cache_serves_a_second_retriever(redis_url: str) -> None:
         assert await other.invalidate_viewer(IDS["alice"]) == 1
         await other.retrieve(plan, one_batch(), [])
         assert second.calls == 1
+    finally:
+        await shared.delete_prefix("")
+        await shared.aclose()
+
+
+async def test_an_invalidation_by_another_process_stops_the_refill(redis_url: str) -> None:
+    """The admin CLI forgets through the shared cache while the bot's fetch is running."""
+    shared = redis_adapter.RedisCache.from_url(redis_url, prefix=f"lmtest:{uuid.uuid4().hex}:")
+    try:
+        store = ForgettableStore()
+        registry = sources.SourceRegistry()
+        registry.register("recall", store, ttl_seconds=60, scope="viewer")
+        settings = plain_settings(source_timeout_ms=5000, budget_ms=5000)
+        bot = retrieval.Retriever(settings, registry=registry, cache=shared)
+        admin = retrieval.Retriever(settings, registry=registry, cache=shared)
+        plan = models.Plan(sources=(source("recall", "alice", query="where do I live?"),))
+        before = asyncio.create_task(bot.retrieve(plan, one_batch(), []))
+        await store.started.wait()
+        store.text = None
+        await admin.invalidate_viewer(IDS["alice"])
+        store.release.set()
+        await before
+        assert (await bot.retrieve(plan, one_batch(), [])).items == []
     finally:
         await shared.delete_prefix("")
         await shared.aclose()
