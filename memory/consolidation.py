@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory import barrier, errors, facts, identity, models, noise, sql, viewer_lock
+from memory import barrier, errors, facts, identity, models, noise, sql, transcript, viewer_lock
 from memory import profile as profile_module
 from memory.adapters import postgres
 
@@ -132,20 +132,7 @@ class _Message:
 
 
 def _event(row: asyncpg.Record) -> _Message:
-    event = models.ChatEvent(
-        id=row["id"],
-        stream=row["stream"],
-        user_id=row["user_id"],
-        login=row["login"],
-        name=row["display_name"],
-        badges=tuple(row["badges"]),
-        text=row["text"],
-        ts=row["ts"],
-        kind=models.EventKind(row["kind"]),
-        event=row["event"],
-        reply_to=row["reply_to"],
-    )
-    return _Message(event=event, redacted=bool(row["redacted"]))
+    return _Message(event=transcript.event_from_row(row), redacted=bool(row["redacted"]))
 
 
 def bot_logins(settings: Settings) -> frozenset[str]:

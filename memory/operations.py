@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memory import consolidation, errors, identity, lore, models, sql, viewer_lock
+from memory import consolidation, errors, identity, lore, models, spaces, sql, viewer_lock
 from memory import profile as profile_module
 from memory.adapters import postgres
 
@@ -72,23 +72,9 @@ class ForgetReport:
 
 def record_json(record: models.MemoryRecord) -> dict[str, Any]:
     """A memory with its provenance, JSON-ready (``inspect --json``, ``export``)."""
-    return {
-        "id": record.id,
-        "space": record.space,
-        "kind": record.kind.value,
-        "text": record.text,
-        "user_id": record.user_id,
-        "login": record.login,
-        "stream": record.stream,
-        "turn_id": record.turn_id,
-        "origin_message_ids": list(record.origin_message_ids),
-        "participants": list(record.participants),
-        "first_ts": record.first_ts.isoformat() if record.first_ts else None,
-        "last_ts": record.last_ts.isoformat() if record.last_ts else None,
-        "created_at": record.created_at.isoformat(),
-        "corrects": record.corrects,
-        "extra": dict(record.extra),
-    }
+    data = spaces.to_payload(record)
+    del data["schema"]  # a storage detail
+    return data
 
 
 class Operations:
@@ -226,6 +212,8 @@ class Operations:
             redacted = await self.db.pool.fetch(
                 sql.queries["memory_redact_viewer"], user_id, actor, "forget_everywhere"
             )
+            # history summaries may quote the viewer: dropped, the reducer folds again
+            await self.db.pool.execute(sql.queries["memory_drop_viewer_summaries"], user_id)
         rewritten, deleted = 0, 0
         for record in await self._episodes_with(user_id):
             replacement = redact_episode(record, user_id)

@@ -113,7 +113,14 @@ async def test_a_forgotten_viewer_is_not_brought_back_by_reconsolidation(memory:
 async def test_forget_everywhere_redacts_episodes_and_the_served_transcript(
     memory: Memory,
 ) -> None:
+    await memory.db.pool.execute(
+        "INSERT INTO history_summaries (stream, covers_key, covers_ts, covers_count, text, model)"
+        " VALUES ('s1', 'm3', now(), 3, 'alice said she is a graphic designer', 'm'),"
+        " ('other', 'x', now(), 1, 'unrelated stream', 'm')"
+    )
     report = await memory.ops.forget_viewer("1001", actor="admin:test", everywhere=True)
+    summaries = await memory.db.pool.fetch("SELECT stream FROM history_summaries")
+    assert [r["stream"] for r in summaries] == ["other"]  # the ones that may quote alice are gone
 
     assert (report.episodes_redacted, report.episodes_deleted, report.messages_redacted) == (
         2,

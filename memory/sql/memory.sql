@@ -116,3 +116,8 @@ RETURNING message_id;
 -- memory_viewer_forget_until --
 -- description: the time up to which a forgotten viewer's messages stay out of memory: now, or their newest message's chat time when later ($1 user_id)
 SELECT greatest(now(), (SELECT max(ts) FROM messages WHERE user_id = $1));
+
+-- memory_drop_viewer_summaries --
+-- description: drop the stored history summaries of every stream a viewer wrote in (they may quote the viewer); the summarizing reducer folds again ($1 user_id)
+DELETE FROM history_summaries
+WHERE stream IN (SELECT DISTINCT stream FROM messages WHERE user_id = $1);
