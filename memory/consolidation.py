@@ -24,11 +24,21 @@ episode — or a fact condensed from a forgotten statement — is never written 
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from memory import barrier, errors, facts, identity, models, noise, sql, transcript, viewer_lock
+from memory import (
+    barrier,
+    documents,
+    errors,
+    facts,
+    identity,
+    models,
+    noise,
+    sql,
+    transcript,
+    viewer_lock,
+)
 from memory import profile as profile_module
 from memory.adapters import postgres
 
@@ -45,15 +55,8 @@ logger = logging.getLogger(__name__)
 
 #: the job kind this module handles
 JOB_KIND = "consolidate_turn"
-#: namespace of memory point ids
-POINT_NAMESPACE = uuid.UUID("5b0f2f4e-63a4-4f53-9a52-6d656d6f7279")
 #: at most this many memories are listed from one space to find a turn's earlier facts
 LIST_LIMIT = 100_000
-
-
-def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
-    """The deterministic id of a memory: uuid5 of turn id + author + kind (+ message id or part)."""
-    return str(uuid.uuid5(POINT_NAMESPACE, f"{turn_id}\x1f{author}\x1f{kind}\x1f{part}"))
 
 
 class BarrierSource(Protocol):
@@ -287,8 +290,13 @@ class Consolidator:
         condensed: Sequence[models.MemoryRecord] = (),
     ) -> dict[tuple[str, str], datetime | None]:
         events = [m.event for m in messages]
-        ids = [point_id(turn_id, e.user_id, models.MemoryKind.PERSONAL, e.id) for e in events]
-        ids += [point_id(turn_id, "stream", models.MemoryKind.EPISODIC), *(r.id for r in condensed)]
+        ids = [
+            documents.point_id(turn_id, e.user_id, models.MemoryKind.PERSONAL, e.id) for e in events
+        ]
+        ids += [
+            documents.point_id(turn_id, "stream", models.MemoryKind.EPISODIC),
+            *(r.id for r in condensed),
+        ]
         with postgres.wrap_errors("read tombstones"):
             rows = await conn.fetch(
                 sql.queries["memory_tombstones_for_turn"],
@@ -324,7 +332,7 @@ class Consolidator:
             if reason is not None:
                 dropped[event.id] = reason
                 continue
-            records.append(personal_record(turn_id, event))
+            records.append(documents.personal_record(turn_id, event))
         return records, dropped
 
     def _ineligible(self, event: models.ChatEvent, decision: barrier.BarrierDecision) -> str | None:
@@ -353,7 +361,7 @@ class Consolidator:
         ]
         if not shown:
             return None
-        return episode_record(turn_id, stream, shown, reply=reply, reply_ts=reply_ts)
+        return documents.episode_record(turn_id, stream, shown, reply=reply, reply_ts=reply_ts)
 
     async def _facts(
         self, turn_id: str, personal: Sequence[models.MemoryRecord]
@@ -371,74 +379,6 @@ class Consolidator:
                 condensed.extend(found)
                 refreshed.append(user_id)
         return condensed, refreshed
-
-
-def personal_record(turn_id: str, event: models.ChatEvent) -> models.MemoryRecord:
-    """A viewer's own statement as a personal memory, with its provenance."""
-    return models.MemoryRecord(
-        id=point_id(turn_id, event.user_id, models.MemoryKind.PERSONAL, event.id),
-        space=identity.personal_key(event.user_id),
-        kind=models.MemoryKind.PERSONAL,
-        text=event.text,
-        user_id=event.user_id,
-        login=identity.normalize_login(event.login),
-        stream=event.stream,
-        turn_id=turn_id,
-        origin_message_ids=(event.id,),
-        participants=(event.user_id,),
-        first_ts=event.ts,
-        last_ts=event.ts,
-    )
-
-
-def episode_line(message: Mapping[str, Any]) -> str:
-    if message.get("kind") == models.EventKind.EVENT.value:
-        return f"{message['login']} [{message.get('event') or 'event'}]: {message['text']}".rstrip()
-    return f"{message['login']}: {message['text']}"
-
-
-def episode_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    return "\n".join(episode_line(m) for m in messages)
-
-
-def episode_record(
-    turn_id: str,
-    stream: str,
-    events: Sequence[models.ChatEvent],
-    *,
-    reply: str | None,
-    reply_ts: datetime | None,
-) -> models.MemoryRecord:
-    """The public record of one turn: its messages, participants, timestamps and the bot's reply."""
-    messages = [
-        {
-            "id": e.id,
-            "user_id": e.user_id,
-            "login": identity.normalize_login(e.login),
-            "text": e.text,
-            "ts": e.ts.isoformat(),
-            "kind": e.kind.value,
-            "event": e.event,
-        }
-        for e in events
-    ]
-    return models.MemoryRecord(
-        id=point_id(turn_id, "stream", models.MemoryKind.EPISODIC),
-        space=identity.episodic_key(stream),
-        kind=models.MemoryKind.EPISODIC,
-        text=episode_text(messages),
-        stream=stream,
-        turn_id=turn_id,
-        origin_message_ids=tuple(e.id for e in events),
-        participants=tuple(dict.fromkeys(e.user_id for e in events)),
-        first_ts=events[0].ts,
-        last_ts=events[-1].ts,
-        extra={
-            "reply": reply,
-            "reply_ts": reply_ts.isoformat() if reply_ts else None,
-            "messages": messages,
-        },
-    )
 
 
 def make_handler(consolidator: Consolidator) -> Callable[[jobs.Job], Awaitable[None]]:

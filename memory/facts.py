@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pydantic
 
-from memory import context, errors, models
+from memory import context, documents, errors, models
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -67,9 +67,7 @@ def parse(content: str) -> list[_Fact]:
 def fact_id(turn_id: str, user_id: str, text: str) -> str:
     """A fact's point id: from its turn, its author and its normalized text (a re-run that states
     the same fact again replaces it; one that no longer states it leaves a stale id to delete)."""
-    from memory import consolidation  # point ids live there; imported late (mutual import)
-
-    return consolidation.point_id(turn_id, user_id, "fact", context.normalize(text))
+    return documents.point_id(turn_id, user_id, "fact", context.normalize(text))
 
 
 def live(

@@ -18,7 +18,17 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memory import consolidation, errors, identity, lore, models, spaces, sql, viewer_lock
+from memory import (
+    consolidation,
+    documents,
+    errors,
+    identity,
+    lore,
+    models,
+    spaces,
+    sql,
+    viewer_lock,
+)
 from memory import profile as profile_module
 from memory.adapters import postgres
 
@@ -254,7 +264,7 @@ class Operations:
             raise errors.InvalidMemory("lore is corrected by editing config/lore and reloading it")
         root = original.corrects if original.kind is models.MemoryKind.CORRECTION else original.id
         correction = models.MemoryRecord(
-            id=consolidation.point_id(
+            id=documents.point_id(
                 original.turn_id or "", original.user_id or "", "correction", root or ""
             ),
             space=original.space,
@@ -385,7 +395,7 @@ def redact_episode(record: models.MemoryRecord, user_id: str) -> models.MemoryRe
         id=record.id,
         space=record.space,
         kind=record.kind,
-        text=consolidation.episode_text(messages),
+        text=documents.episode_text(messages),
         stream=record.stream,
         turn_id=record.turn_id,
         origin_message_ids=tuple(m["id"] for m in messages),

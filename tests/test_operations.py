@@ -6,7 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import barrier, cache, consolidation, errors, identity, models, operations, retrieval
+from memory import (
+    barrier,
+    cache,
+    consolidation,
+    documents,
+    errors,
+    identity,
+    models,
+    operations,
+    retrieval,
+)
 from memory import profile as profile_module
 from tests import test_consolidation as helpers
 from tests.fakes import spaces as fake_spaces
@@ -392,7 +402,7 @@ async def test_an_invalidator_without_invalidate_kind_still_works(memory: Memory
 # -- condensed facts (review finding 11) ---------------------------------------------------------
 def condensed(source: models.MemoryRecord, text: str) -> models.MemoryRecord:
     return models.MemoryRecord(
-        id=consolidation.point_id(source.turn_id or "", "1001", "fact", text.casefold()),
+        id=documents.point_id(source.turn_id or "", "1001", "fact", text.casefold()),
         space=source.space,
         kind=models.MemoryKind.FACT,
         text=text,
