@@ -316,7 +316,7 @@ def notification(event_data: dict[str, object]) -> twitchio.ChatMessage:
         },
         "payload": {"subscription": {}, "event": event_data},
     }
-    message = create_event_instance("channel.chat.message", note, http=None)  # type: ignore[arg-type]
+    message = create_event_instance("channel.chat.message", note, http=None)
     assert isinstance(message, twitchio.ChatMessage)
     return message
 

@@ -78,7 +78,7 @@ class ChatIngest(commands.Component):
         self._seen_set.add(message_id)
         return True
 
-    @commands.Component.listener()  # type: ignore[untyped-decorator,misc]
+    @commands.Component.listener()  # type: ignore[untyped-decorator]
     async def event_message(self, payload: twitchio.ChatMessage) -> None:
         if payload.chatter.id == self.bot.bot_id:
             return  # the bot's own messages

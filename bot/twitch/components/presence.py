@@ -22,7 +22,7 @@ class BotPresence(commands.Component):
     def __init__(self, bot: client.LiveMemoryBot) -> None:
         self.bot = bot
 
-    @commands.Component.listener()  # type: ignore[untyped-decorator,misc]
+    @commands.Component.listener()  # type: ignore[untyped-decorator]
     async def event_message(self, payload: twitchio.ChatMessage) -> None:
         if payload.chatter.id != self.bot.bot_id:
             return
