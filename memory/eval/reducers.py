@@ -1,0 +1,162 @@
+"""``python -m memory.eval.reducers [FILE]``: one transcript replayed once per history reducer.
+
+Prints, per reducer, the messages in the working history against the messages sent to the model and
+the estimated prompt tokens (mean and max over the turns), and how often the summarizing reducer
+called the model. Runs on embedded stores without a language model: the summarizing reducer gets a
+deterministic extractive stand-in (the first words of each folded line), so the figures measure the
+reduction, not summary quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot import session, transcript_file
+from memory import models, reducers
+from memory.eval import REPO_ROOT, harness
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+REDUCERS = ("none", "counting", "tokens", "summarizing", "turns")
+EXAMPLE = REPO_ROOT / "examples" / "stream.jsonl"
+WORDS_PER_LINE = 8
+
+
+class ExtractiveSummarizer:
+    """A ``ports.ChatModel`` stand-in for summaries: keeps the first words of each line."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def check(self) -> None:
+        return None
+
+    async def chat(
+        self,
+        messages: Sequence[models.PromptMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> models.ModelReply:
+        self.calls += 1
+        lines = [line for line in messages[-1].content.splitlines() if line.strip()]
+        short = [" ".join(line.split()[:WORDS_PER_LINE]) for line in lines]
+        return models.ModelReply(content="; ".join(short))
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    reducer: str
+    turns: int
+    history_mean: float
+    history_max: int
+    sent_mean: float
+    sent_max: int
+    tokens_mean: float
+    tokens_max: int
+    model_calls: int
+
+
+async def replay_with(
+    reducer: str,
+    events: Sequence[models.ChatEvent],
+    workdir: Path,
+    *,
+    history: Mapping[str, Any] | None = None,
+    database_url: str | None = None,
+) -> Row:
+    """Replay ``events`` with ``reducer`` (embedded stores in ``workdir``, or ``database_url``)."""
+    settings = harness.eval_settings(
+        workdir,
+        overrides={"history": {**(history or {}), "reducer": reducer}},
+        database_url=database_url,
+    )
+    summarizer = ExtractiveSummarizer()
+    reports: list[models.TurnReport] = []
+
+    async def deliver(report: models.TurnReport) -> None:
+        if report.command is None:
+            reports.append(report)
+
+    from bot import services as services_module
+
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
+        if reducer == "summarizing":
+            reducer_obj = reducers.build_reducer(settings, db=svc.db, model=summarizer)
+            svc.pipeline.seams = dataclasses.replace(svc.pipeline.seams, reducer=reducer_obj)
+        replay = session.Replay(svc, deliver, commands=svc.commands)
+        for event in events:
+            await replay.feed(event)
+        await replay.finish()
+    in_history = [r.prompt.messages_in_history for r in reports]
+    sent = [r.prompt.messages_sent for r in reports]
+    tokens = [r.prompt.tokens_estimate for r in reports]
+    return Row(
+        reducer=reducer,
+        turns=len(reports),
+        history_mean=statistics.fmean(in_history),
+        history_max=max(in_history),
+        sent_mean=statistics.fmean(sent),
+        sent_max=max(sent),
+        tokens_mean=statistics.fmean(tokens),
+        tokens_max=max(tokens),
+        model_calls=summarizer.calls,
+    )
+
+
+async def run(path: Path, history: Mapping[str, Any] | None = None) -> list[Row]:
+    events = list(transcript_file.read(path))
+    rows = []
+    for reducer in REDUCERS:
+        with tempfile.TemporaryDirectory(prefix=f"livememory-reducer-{reducer}-") as tmp:
+            rows.append(await replay_with(reducer, events, Path(tmp), history=history))
+    return rows
+
+
+def table(rows: Sequence[Row]) -> str:
+    head = (
+        "| reducer | turns | in history (mean / max) | sent (mean / max) "
+        "| tokens (mean / max) | summary calls |\n|---|---|---|---|---|---|"
+    )
+    body = [
+        f"| `{r.reducer}` | {r.turns} | {r.history_mean:.1f} / {r.history_max} "
+        f"| {r.sent_mean:.1f} / {r.sent_max} | {r.tokens_mean:.0f} / {r.tokens_max} "
+        f"| {r.model_calls if r.reducer == 'summarizing' else '–'} |"
+        for r in rows
+    ]
+    return "\n".join([head, *body])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memory.eval.reducers", description=__doc__)
+    parser.add_argument("file", nargs="?", type=Path, default=EXAMPLE)
+    parser.add_argument(
+        "--max-messages", type=int, help="counting/turns budget (default: settings)"
+    )
+    parser.add_argument("--token-budget", type=int, help="tokens budget (default: settings)")
+    args = parser.parse_args(argv)
+    if not args.file.is_file():
+        print(f"error: no such transcript file: {args.file}", file=sys.stderr)
+        return 1
+    history = {
+        key: value
+        for key, value in (("max_messages", args.max_messages), ("token_budget", args.token_budget))
+        if value is not None
+    }
+    rows = asyncio.run(run(args.file, history))
+    budgets = ", ".join(f"{k}={v}" for k, v in history.items()) or "default budgets"
+    print(f"{args.file} ({budgets}): messages in the working history vs sent, per reducer")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
