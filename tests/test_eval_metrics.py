@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -216,3 +217,17 @@ async def test_replay_through_the_real_system(database_url: str, tmp_path: Path)
     assert m["misattribution"]["total"] > 0 and m["misattribution"]["hits"] == 0
     assert m["recall@10"] is not None and m["recall@10"] > 0
     assert m["latency_ms"]["count"] == len(reports)
+
+
+def test_a_login_is_resolved_within_its_stream() -> None:
+    """Two conversations each with a "john" (LoCoMo has three): each is his own viewer."""
+    events = (
+        dataclasses.replace(_event("a1", "41", "john", "I like jazz"), stream="a"),
+        dataclasses.replace(_event("b1", "47", "john", "I like rock"), stream="b"),
+    )
+    case = harness.Case(
+        name="t", events=events, authors={e.id: e.user_id for e in events}, logins={"john": "47"}
+    )
+    report = _report("t1", ["a1"], [_item("recall", "john", ("a1",))])
+    report.stream = "a"
+    assert harness.score(case, [report], config="t").metrics["misattribution"]["hits"] == 0

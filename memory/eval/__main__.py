@@ -51,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
         help="report: the document",
     )
     p.add_argument("--no-bench", action="store_true", help="report: skip the benchmarks")
+    p.add_argument(
+        "--bench-from", type=Path, default=None, help="report: reuse the bench of an earlier --json"
+    )
     p.add_argument("--no-gate", action="store_true", help="quality --quick: print, never fail")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -62,6 +65,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append("--quick")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
+    elif args.command == "report" and args.bench_from:
+        parts.append("(benchmarks from an earlier run of the same command)")
     return " ".join(parts)
 
 
@@ -114,7 +119,7 @@ async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
     results += naive_results
     print(report.quality_table(results))
     rows = await run_ablations(args)
-    bench_data = None if args.no_bench else await bench.run(data_dir, quick=args.quick)
+    bench_data = None if args.no_bench else await _bench(args, data_dir)
     bench_text = bench.text_report(bench_data) if bench_data else ""
     doc_dir = args.out.parent
     try:
@@ -132,6 +137,15 @@ async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
                       "bench": bench_data, "skipped": skipped})  # fmt: skip
     print(f"wrote {args.out} ({len(images)} plots) in {time.perf_counter() - started:.0f} s")
     return EXIT_OK
+
+
+async def _bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
+    from memory.eval import bench
+
+    if args.bench_from is not None:
+        data: dict[str, Any] = json.loads(args.bench_from.read_text(encoding="utf-8"))
+        return data.get("bench") or data
+    return await bench.run(data_dir, quick=args.quick)
 
 
 def _embedder_name() -> str:

@@ -162,8 +162,8 @@ async def consolidation_throughput(*, viewers: int = 20, filler: int = 300) -> d
 
         async with services_module.lifespan(settings, no_llm=True) as services:
             runner = session.Replay(services, deliver, commands=services.commands)
-            for event in stream.events:
-                await runner.feed(harness.as_read(event))
+            for event in chat:  # no "!commands": they consolidate the turns before them
+                await runner.feed(event)
             await runner.finish()
             started = time.perf_counter()
             await runner.consolidate_now()

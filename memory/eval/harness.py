@@ -131,6 +131,8 @@ def eval_settings(
 
     values: dict[str, Any] = {
         "memory": {"embedder": "offline"},
+        # no background worker: consolidation runs when the replay asks (deterministic, measurable)
+        "worker": {"in_process": False},
         "data_dir": data_dir,
         "database_url": database_url,
         "redis_url": None,
@@ -268,12 +270,16 @@ def probe_ranking(
 def _personal(
     case: Case, reports: Sequence[models.TurnReport]
 ) -> list[tuple[str, tuple[str, ...]]]:
+    """(user id recalled for, origin ids) of every personal item. A login is resolved within the
+    turn's stream first (LoCoMo has a "John" in three conversations), then across the case."""
+    in_stream = {(e.stream, identity.normalize_login(e.login)): e.user_id for e in case.events}
     out = []
     for report in reports:
         for item in report.recall:
             if item.source in PERSONAL_SOURCES and item.viewer is not None:
-                user_id = case.logins.get(
-                    identity.normalize_login(item.viewer), f"login:{item.viewer}"
+                login = identity.normalize_login(item.viewer)
+                user_id = in_stream.get((report.stream, login)) or case.logins.get(
+                    login, f"login:{item.viewer}"
                 )
                 out.append((user_id, item.origin_message_ids))
     return out
