@@ -189,6 +189,8 @@ async def lifespan(
         )
         if role == "bot":
             await _load_lore_once(settings, memory_spaces)
+            if settings.metrics_port is not None:
+                stack.callback(_serve_metrics(settings, metrics.registry))
         consolidation_worker = worker.Worker(db, settings, handlers)
         services = Services(
             settings=settings,
@@ -213,6 +215,24 @@ async def lifespan(
         if role == "bot" and in_process:
             await stack.enter_async_context(_background(worker.Worker(db, settings, handlers)))
         yield services
+
+
+def _serve_metrics(
+    settings: Settings, registry: prometheus_client.CollectorRegistry
+) -> Callable[[], None]:
+    """Serve ``/metrics`` (prometheus_client's own small HTTP server); returns its stop."""
+    assert settings.metrics_port is not None
+    server, thread = prometheus_client.start_http_server(
+        settings.metrics_port, addr=settings.metrics_host, registry=registry
+    )
+    logger.info("metrics on http://%s:%d/metrics", settings.metrics_host, server.server_port)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    return stop
 
 
 @contextlib.asynccontextmanager

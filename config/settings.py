@@ -105,6 +105,19 @@ class MemorySettings(_Section):
         "soundalerts",
         "sery_bot",
     )
+    #: ablation switches (exist for evaluation, ``python -m memory.eval ablations``; keep the defaults
+    #: in production). ``use_profile``: plan/update the viewer profile source
+    use_profile: bool = True
+    #: ablations/evaluation: write and plan episodic (stream) memory
+    use_episodic: bool = True
+    #: ablations/evaluation: rank the batch viewers and keep ``max_viewers`` (False: every batch
+    #: viewer, unranked)
+    rank_viewers: bool = True
+    #: ablations/evaluation: context assembly drops duplicates and what the history already shows
+    dedupe: bool = True
+    #: ablations/evaluation: one personal space per viewer (False: the naive design — one shared
+    #: personal space for every viewer's messages, recalled without the author filter)
+    attribution_split: bool = True
 
 
 class HistorySettings(_Section):
@@ -203,6 +216,9 @@ class Settings(BaseSettings):
     #: the bot's own name, as viewers address it in chat
     bot_name: str = "Mnemo"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: serve Prometheus metrics on this port (``/metrics``) while the bot runs; off when unset
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
 
     postgres: PostgresSettings = PostgresSettings()
     redis: RedisSettings = RedisSettings()

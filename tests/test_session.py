@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -64,3 +65,31 @@ async def test_embedded_qdrant_in_use_is_a_clear_error(make_settings: SettingsFa
             await spaces.open_spaces(settings, embedder)
     finally:
         await first.close()
+
+
+async def test_the_bot_serves_prometheus_metrics_of_its_turns(
+    make_settings: SettingsFactory,
+) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = make_settings(metrics_port=port)
+    reports: list[models.TurnReport] = []
+
+    async def deliver(report: models.TurnReport) -> None:
+        reports.append(report)
+
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
+        replay = session.Replay(svc, deliver, commands=svc.commands)
+        await replay.feed(event(1, 0, "I work as a graphic designer"))
+        await replay.feed(event(2, 5, "Mnemo, what do you remember about me?"))
+        await replay.finish()
+        url = f"http://127.0.0.1:{port}/metrics"
+        body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+    text = body.decode()
+    assert 'livememory_turns_total{status="completed"} 2.0' in text
+    assert "livememory_memory_stage_seconds_bucket" in text
+    assert "livememory_prompt_messages_sent_count 2.0" in text
