@@ -18,6 +18,7 @@ import prometheus_client
 from memory import (
     cache,
     consolidation,
+    directory,
     embedders,
     lore,
     operations,
@@ -74,6 +75,9 @@ class Services:
     #: chat commands (``!forget …``); None where they are not wired
     commands: session.CommandHandler | None
     extras: Mapping[str, Any]
+    #: viewers known to the channel (the planner recognises them when named); the session
+    #: registers each stored event's author
+    viewers: directory.ViewerDirectory | None = None
 
 
 async def _open_cache_and_history(
@@ -168,9 +172,13 @@ async def lifespan(
             model=model if settings.ollama.extract_facts else None,
         )
         handlers = {consolidation.JOB_KIND: consolidation.make_handler(consolidator)}
+        viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
         seams = pipeline.Seams(
             planner=planner_module.Planner(
-                settings, lore_entities=lore.entities(settings.lore_dir), bot_name=settings.bot_name
+                settings,
+                lore_entities=lore.entities(settings.lore_dir),
+                bot_name=settings.bot_name,
+                directory=viewers,
             ),
             retriever=retriever,
             reducer=_reducer(settings, db, model),
@@ -210,6 +218,7 @@ async def lifespan(
             worker=consolidation_worker,
             commands=_commands(settings, ops) if role == "bot" else None,
             extras={},
+            viewers=viewers,
         )
         in_process = settings.worker.in_process if background_worker is None else background_worker
         if role == "bot" and in_process:

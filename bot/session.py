@@ -77,6 +77,8 @@ class Session:
             self.skipped += 1
             return False
         await self.services.transcript.append_events([event])
+        if self.services.viewers is not None:  # the planner recognises them when named later
+            self.services.viewers.register(event.user_id, event.login, event.name)
         return True
 
     async def run_batch(self, batch: models.Batch) -> None:

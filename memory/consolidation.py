@@ -19,10 +19,15 @@ raw memories stay either way. A re-run whose extraction answers replaces the tur
 Forget and correct win over a running consolidation: the writes run under the authors' viewer locks
 (``memory.viewer_lock``) after the tombstones are read again, and a tombstoned raw memory, fact or
 episode — or a fact condensed from a forgotten statement — is never written back.
+
+Ablations (``settings.memory``, evaluation only): ``use_episodic``/``use_profile=False`` write no
+episode / update no profile; ``attribution_split=False`` writes every kept message, with its author's
+user id, to one shared space (``identity.SHARED_PERSONAL_KEY``), which forget/correct do not reach.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -241,7 +246,11 @@ class Consolidator:
         ]
         personal, dropped = self._personal(turn_id, public, decision)
         personal = [r for r in personal if ("memory", r.id) not in tombstones]
-        episode = self._episode(turn_id, turn["stream"], public, turn["reply"], turn["reply_ts"])
+        episode = None
+        if self.settings.memory.use_episodic:
+            episode = self._episode(
+                turn_id, turn["stream"], public, turn["reply"], turn["reply_ts"]
+            )
         if episode is not None and ("memory", episode.id) in tombstones:
             episode = None
         return _Draft(personal=personal, dropped=dropped, episode=episode)
@@ -258,7 +267,8 @@ class Consolidator:
         records = [*draft.personal, *condensed, *([draft.episode] if draft.episode else [])]
         if records:
             await self.spaces.upsert(records)
-        await self.profiles.apply_memories(draft.personal)
+        if self.settings.memory.use_profile:
+            await self.profiles.apply_memories(draft.personal)
 
     async def _drop_stale_facts(
         self,
@@ -270,14 +280,17 @@ class Consolidator:
         """On a re-run, delete the turn's facts of ``refreshed`` viewers this run did not state."""
         keep = {r.id for r in condensed}
         for user_id in refreshed:
-            space = identity.personal_key(user_id)
+            space = self._space(user_id)
             own = [r.id for r in personal if r.user_id == user_id]
             if not own or not await self.spaces.get(space, own):
                 continue  # first run for this viewer: no earlier facts
             stale = [
                 r.id
                 for r in await self.spaces.list(space, limit=LIST_LIMIT)
-                if r.kind is models.MemoryKind.FACT and r.turn_id == turn_id and r.id not in keep
+                if r.kind is models.MemoryKind.FACT
+                and r.turn_id == turn_id
+                and r.user_id == user_id
+                and r.id not in keep
             ]
             if stale:
                 await self.spaces.delete(space, stale)
@@ -327,13 +340,18 @@ class Consolidator:
         for event in events:
             reason = self._ineligible(event, decision)
             if reason is None:
-                verdict = noise.classify(event.text)
+                verdict = noise.classify(event.text, bot_names=(self.settings.bot_name,))
                 reason = None if verdict.keep else verdict.reason
             if reason is not None:
                 dropped[event.id] = reason
                 continue
-            records.append(documents.personal_record(turn_id, event))
+            record = documents.personal_record(turn_id, event)
+            records.append(dataclasses.replace(record, space=self._space(event.user_id)))
         return records, dropped
+
+    def _space(self, user_id: str) -> str:
+        split = self.settings.memory.attribution_split
+        return identity.personal_space_key(user_id, attribution_split=split)
 
     def _ineligible(self, event: models.ChatEvent, decision: barrier.BarrierDecision) -> str | None:
         if event.kind is models.EventKind.EVENT:

@@ -6,6 +6,10 @@ theirs); drop what the working history already shows; drop recall items that rep
 of the same viewer; cap the block by a token budget; render labelled sections with every item
 attributed by login. When a viewer explicitly asked what the bot remembers, the block says so if
 the data is unavailable or if nothing is stored, so the model admits it instead of inventing.
+
+``dedupe=False`` (the ``no_dedup`` ablation, ``settings.memory.dedupe``) skips the deduplication and
+the history drop: every non-empty item is kept, duplicates included; the token cap, the priority
+order and the sections still apply.
 """
 
 from __future__ import annotations
@@ -112,27 +116,38 @@ def _line(item: models.RecallItem) -> str:
     return f"- [{_label(item)}] {_clean(item.text)}"
 
 
-def _select(
-    outcomes: Sequence[SourceOutcome], history: Sequence[models.HistoryItem]
-) -> list[models.RecallItem]:
-    """Deduplicated items, best first within a kind, none the history already shows."""
-    ids, history_text = _history_view(history)
+def _ranked(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
+    """Every item, kinds in ``PRIORITY`` order (others after), best first within a kind."""
     by_kind: dict[str, list[models.RecallItem]] = {kind: [] for kind in PRIORITY}
     for outcome in outcomes:
         by_kind.setdefault(outcome.source.kind, []).extend(outcome.items)
+    return [
+        item
+        for kind in PRIORITY + tuple(k for k in by_kind if k not in PRIORITY)
+        for item in sorted(by_kind.get(kind, ()), key=lambda i: -i.score)
+    ]
+
+
+def _select(
+    outcomes: Sequence[SourceOutcome], history: Sequence[models.HistoryItem], *, dedupe: bool
+) -> list[models.RecallItem]:
+    """Deduplicated items, best first within a kind, none the history already shows (with
+    ``dedupe=False``: every item with text, duplicates and history repeats included)."""
+    if not dedupe:
+        return [item for item in _ranked(outcomes) if normalize(item.text)]
+    ids, history_text = _history_view(history)
     kept: list[models.RecallItem] = []
     seen: list[tuple[str | None, str, str]] = []  # (viewer, kind, normalized text)
     seen_ids: set[str] = set()
-    for kind in PRIORITY + tuple(k for k in by_kind if k not in PRIORITY):
-        for item in sorted(by_kind.get(kind, ()), key=lambda i: -i.score):
-            norm = normalize(item.text)
-            if not norm or item.memory_id in seen_ids or _shown_by_history(item, ids, history_text):
-                continue
-            if any(_duplicate(item, norm, other) for other in seen):
-                continue
-            seen.append((item.viewer, item.source, norm))
-            seen_ids.add(item.memory_id)
-            kept.append(item)
+    for item in _ranked(outcomes):
+        norm = normalize(item.text)
+        if not norm or item.memory_id in seen_ids or _shown_by_history(item, ids, history_text):
+            continue
+        if any(_duplicate(item, norm, other) for other in seen):
+            continue
+        seen.append((item.viewer, item.source, norm))
+        seen_ids.add(item.memory_id)
+        kept.append(item)
     return kept
 
 
@@ -185,19 +200,20 @@ def assemble(
     history: Sequence[models.HistoryItem],
     *,
     token_budget: int,
+    dedupe: bool = True,
 ) -> Assembled:
     """Build the memory block from the sources' outcomes (see the module docstring)."""
     notices = _notices(outcomes)
-    candidates = _select(outcomes, history)
-    used = models.estimate_tokens(RULE_LINE) + sum(
-        models.estimate_tokens(line) for lines in notices.values() for line in lines
+    candidates = _select(outcomes, history, dedupe=dedupe)
+    used = _cost(RULE_LINE) + sum(
+        _cost(_title(kind)) + sum(_cost(line) for line in lines) for kind, lines in notices.items()
     )
     kinds_used = set(notices)
     chosen: list[models.RecallItem] = []
     for item in candidates:
-        cost = models.estimate_tokens(_line(item))
+        cost = _cost(_line(item))
         if item.source not in kinds_used:
-            cost += models.estimate_tokens(_title(item.source))
+            cost += _cost(_title(item.source))
         if used + cost > token_budget:
             continue
         used += cost
@@ -207,6 +223,12 @@ def assemble(
         return Assembled()
     ordered, block = _render(chosen, notices)
     return Assembled(items=ordered, block=block, tokens_estimate=models.estimate_tokens(block))
+
+
+def _cost(line: str) -> int:
+    """What one line (and its newline) adds to ``models.estimate_tokens`` of the block, rounded up,
+    so the sum over the lines never under-counts the block (the cap holds)."""
+    return max(-(-(len(line) + 1) // 4), len(line.split()))
 
 
 def _title(kind: str) -> str:

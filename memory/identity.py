@@ -55,6 +55,16 @@ def personal_key(user_id: str) -> str:
     return f"viewer:{user_id}"
 
 
+#: the one personal space of the naive design (``settings.memory.attribution_split=False``, an
+#: ablation for evaluation only): every viewer's kept messages, each still with its author's user id
+SHARED_PERSONAL_KEY = "viewer:*shared*"
+
+
+def personal_space_key(user_id: str, *, attribution_split: bool = True) -> str:
+    """Where a viewer's personal memories live: their own space, or the shared one (ablation)."""
+    return personal_key(user_id) if attribution_split else SHARED_PERSONAL_KEY
+
+
 def episodic_key(stream: str) -> str:
     """Storage key of a stream's episodic space: ``stream:<stream session id>``."""
     return f"stream:{stream}"

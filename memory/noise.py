@@ -4,7 +4,11 @@ Deterministic and model-free. A message is kept only when one of its clauses is 
 self-statement*: the author says something lasting about themself ("I work as a graphic designer",
 "sono di Milano", "my cat is called Miso"). Everything else is dropped with a reason, checked in this
 order: empty, command, link, sarcasm, roleplay, emote spam, short reaction; then per clause:
-greeting, question, hypothetical, ephemeral, not a self statement.
+greeting, question, about the bot / the addressee, hypothetical, ephemeral, not a self statement.
+
+A message addressed to the bot (its name, ``@name`` or bare, from ``bot_names``) or to someone else
+(a leading ``@mention``) whose clause is about the addressee ("@Mnemo you are my favourite bot",
+"Mnemo sei il migliore") is not a self-statement, even with a first-person word in it.
 
 ``classify(text)`` returns a ``Verdict`` so evaluations can report why a message was dropped.
 """
@@ -14,6 +18,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 # -- reasons ---------------------------------------------------------------------------------
 KEEP = "self_statement"
@@ -29,6 +37,8 @@ QUESTION = "question"
 HYPOTHETICAL = "hypothetical"
 EPHEMERAL = "ephemeral"
 NOT_SELF = "not_self_statement"
+ABOUT_BOT = "about_the_bot"
+ABOUT_ADDRESSEE = "about_addressee"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,93 +52,17 @@ class Verdict:
 
 # -- vocabularies ----------------------------------------------------------------------------
 #: Twitch/BTTV/7TV emotes (case-sensitive, as typed in chat)
-EMOTES = frozenset(
-    [
-        "Kappa",
-        "Keepo",
-        "KappaPride",
-        "PogChamp",
-        "Pog",
-        "POG",
-        "POGGERS",
-        "PogU",
-        "KEKW",
-        "KEK",
-        "LUL",
-        "LULW",
-        "OMEGALUL",
-        "monkaS",
-        "monkaW",
-        "PepeHands",
-        "PepeLaugh",
-        "FeelsBadMan",
-        "FeelsGoodMan",
-        "FeelsStrongMan",
-        "Jebaited",
-        "BibleThump",
-        "ResidentSleeper",
-        "Kreygasm",
-        "4Head",
-        "TriHard",
-        "NotLikeThis",
-        "WutFace",
-        "HeyGuys",
-        "VoHiYo",
-        "CoolStoryBob",
-        "SeemsGood",
-        "catJAM",
-        "Sadge",
-        "widepeepoHappy",
-        "widepeepoSad",
-        "peepoClap",
-        "peepoHappy",
-        "EZ",
-        "Clap",
-        "HYPERS",
-        "Copium",
-        "copium",
-        "xqcL",
-        "D:",
-        ":)",
-        ":(",
-        ":D",
-        ":P",
-        ":O",
-        ";)",
-        "<3",
-        "xD",
-        "XD",
-        "xd",
-        "Kreygasm",
-        "DansGame",
-        "SwiftRage",
-        "BabyRage",
-        "PJSalt",
-        "CoolCat",
-        "GivePLZ",
-        "TakeNRG",
-        "PopCorn",
-        "HSWP",
-        "SMOrc",
-        "OSFrog",
-        "MrDestructoid",
-        "DinoDance",
-        "GlitchCat",
-        "NomNom",
-        "ppHop",
-        "Okayge",
-        "Aware",
-        "Clueless",
-        "monkaHmm",
-        "PauseChamp",
-        "WAYTOODANK",
-        "forsenE",
-        "pepeD",
-        "PepePls",
-        "modCheck",
-        "Stare",
-    ]
+_EMOTE_NAMES = (
+    "Kappa Keepo KappaPride PogChamp Pog POG POGGERS PogU KEKW KEK LUL LULW OMEGALUL monkaS "
+    "monkaW PepeHands PepeLaugh FeelsBadMan FeelsGoodMan FeelsStrongMan Jebaited BibleThump "
+    "ResidentSleeper Kreygasm 4Head TriHard NotLikeThis WutFace HeyGuys VoHiYo CoolStoryBob "
+    "SeemsGood catJAM Sadge widepeepoHappy widepeepoSad peepoClap peepoHappy EZ Clap HYPERS "
+    "Copium copium xqcL D: :) :( :D :P :O ;) <3 xD XD xd Kreygasm DansGame SwiftRage BabyRage "
+    "PJSalt CoolCat GivePLZ TakeNRG PopCorn HSWP SMOrc OSFrog MrDestructoid DinoDance "
+    "GlitchCat NomNom ppHop Okayge Aware Clueless monkaHmm PauseChamp WAYTOODANK forsenE pepeD "
+    "PepePls modCheck Stare"
 )
+EMOTES = frozenset(_EMOTE_NAMES.split())
 _CAMEL_EMOTE = re.compile(r"^[a-z]{2,}[A-Z][A-Za-z0-9]*$")
 #: sarcasm / joke markers (a statement with one of them is not taken at face value)
 _SARCASM = re.compile(
@@ -140,91 +74,14 @@ _ROLEPLAY = re.compile(r"\*[^*\s][^*]*\*|^/me\b|^\s*_[^_]+_\s*$")
 _URL = re.compile(r"(?:https?://|www\.)\S+|\b\S+\.(?:com|net|org|tv|it|io|gg|ly)(?:/\S*)?\b", re.I)
 _MENTION = re.compile(r"@\w+")
 #: short reactions, after lower-casing and collapsing repeated letters
-REACTIONS = frozenset(
-    [
-        "lol",
-        "lmao",
-        "lmfao",
-        "rofl",
-        "pog",
-        "poggers",
-        "gg",
-        "ggwp",
-        "wp",
-        "ez",
-        "omg",
-        "omfg",
-        "wow",
-        "wtf",
-        "rip",
-        "f",
-        "nice",
-        "ok",
-        "okay",
-        "k",
-        "yes",
-        "yep",
-        "yeah",
-        "yup",
-        "no",
-        "nope",
-        "nah",
-        "true",
-        "facts",
-        "based",
-        "mood",
-        "same",
-        "lul",
-        "kek",
-        "kekw",
-        "w",
-        "l",
-        "xd",
-        "hype",
-        "hyped",
-        "letsgo",
-        "clutch",
-        "big",
-        "cringe",
-        "sus",
-        "bruh",
-        "oof",
-        "rekt",
-        "ty",
-        "thx",
-        "thanks",
-        "np",
-        "gj",
-        "si",
-        "sì",
-        "vero",
-        "grande",
-        "bella",
-        "bravo",
-        "brava",
-        "daje",
-        "dai",
-        "noo",
-        "boh",
-        "mah",
-        "ahah",
-        "ahaha",
-        "ahahah",
-        "eheh",
-        "grazie",
-        "prego",
-        "top",
-        "assurdo",
-        "pazzesco",
-        "figo",
-        "anch'io",
-        "esatto",
-        "certo",
-        "giusto",
-        "madonna",
-        "oddio",
-    ]
-) | {
+_REACTION_WORDS = (
+    "lol lmao lmfao rofl pog poggers gg ggwp wp ez omg omfg wow wtf rip f nice ok okay k yes "
+    "yep yeah yup no nope nah true facts based mood same lul kek kekw w l xd hype hyped letsgo "
+    "clutch big cringe sus bruh oof rekt ty thx thanks np gj si sì vero grande bella bravo "
+    "brava daje dai noo boh mah ahah ahaha ahahah eheh grazie prego top assurdo pazzesco figo "
+    "anch'io esatto certo giusto madonna oddio"
+)
+REACTIONS = frozenset(_REACTION_WORDS.split()) | {
     "let's go",
     "lets go",
     "me too",
@@ -283,6 +140,13 @@ _EPHEMERAL = re.compile(
     r"|round|match|clip|emote|chat|music|track|fight|one|gioco|canzone|partita|livello|pezzo|live)\b"
     r"|\b(?:love|hate|like|adoro|odio|amo) (?:this|that|questo|questa)\s*$"
 )
+#: a clause whose subject is "you" (EN + IT), after the addressee's name and a greeting
+_SECOND_PERSON = re.compile(
+    r"^(?:you(?:'re|re| are| r| were| was|'ve| have| look| sound| seem| rock| rule| make"
+    r"| deserve| never| always| da)\b|u r\b|ur (?:the|so|my|a|an|too|really|very)\b|your\b"
+    r"|tu\b|sei\b|siete\b|ti\b|il tuo\b|la tua\b|i tuoi\b|le tue\b|hai\b)"
+)
+_LEADING_MENTION = re.compile(r"^\s*@\w+")
 _CLAUSE_SPLIT = re.compile(r"(?<=[.!?;,\n])\s*|\s+(?:but|ma|però)\s+")
 _REPEATS = re.compile(r"(.)\1{2,}")
 
@@ -349,10 +213,35 @@ def _first_person(folded: str) -> bool:
     return bool(_FIRST_PERSON_EN.search(plain) or _FIRST_PERSON_IT.search(plain))
 
 
-def _clause_reason(clause: str) -> str | None:
+def _bot_name_pattern(bot_names: Collection[str]) -> re.Pattern[str] | None:
+    names = sorted({_fold(n).lstrip("@").strip() for n in bot_names} - {""}, key=len, reverse=True)
+    if not names:
+        return None
+    return re.compile(r"(?<![\w@])@?(?:" + "|".join(re.escape(n) for n in names) + r")(?!\w)", re.I)
+
+
+def _addressee(text: str, bot_pattern: re.Pattern[str] | None) -> str | None:
+    """``about_the_bot`` when the message names the bot, ``about_addressee`` when it opens with
+    someone else's ``@mention``, else None."""
+    if bot_pattern is not None and bot_pattern.search(_fold(text)):
+        return ABOUT_BOT
+    return ABOUT_ADDRESSEE if _LEADING_MENTION.match(text) else None
+
+
+def _about_addressee(folded: str) -> bool:
+    greeting = _GREETING.match(folded)
+    rest = folded[greeting.end() :] if greeting else folded
+    return bool(_SECOND_PERSON.match(rest.lstrip(" ,.!:;-")))
+
+
+def _clause_reason(clause: str, addressee: str | None = None) -> str | None:
     """None when the clause is a durable self-statement, else why it is not."""
     folded = _fold(clause).strip()
-    if folded.endswith("?") or _QUESTION_START.match(folded):
+    if folded.endswith("?"):
+        return QUESTION
+    if addressee is not None and _about_addressee(folded):
+        return addressee
+    if _QUESTION_START.match(folded):
         return QUESTION
     greeting = _GREETING.match(folded)
     if greeting:
@@ -372,9 +261,18 @@ def _clause_reason(clause: str) -> str | None:
     return None
 
 
-def classify(text: str) -> Verdict:
-    """Decide whether a chat message is a durable self-statement worth a personal memory."""
-    cleaned = _MENTION.sub(" ", text).strip()
+def classify(text: str, *, bot_names: Collection[str] = ()) -> Verdict:
+    """Decide whether a chat message is a durable self-statement worth a personal memory.
+
+    ``bot_names`` (the bot's login / display name) lets a message that names the bot without ``@``
+    be read as addressed to it.
+    """
+    bot_pattern = _bot_name_pattern(bot_names)
+    addressee = _addressee(text, bot_pattern)
+    cleaned = _MENTION.sub(" ", text)
+    if bot_pattern is not None:
+        cleaned = bot_pattern.sub(" ", cleaned)
+    cleaned = cleaned.strip()
     if not cleaned:
         return Verdict(keep=False, reason=EMPTY)
     if reason := _whole_message_reason(cleaned):
@@ -383,7 +281,7 @@ def classify(text: str) -> Verdict:
     for clause in _CLAUSE_SPLIT.split(cleaned):
         if not clause.strip(" .,!?;"):
             continue
-        reason = _clause_reason(clause)
+        reason = _clause_reason(clause, addressee)
         if reason is None:
             return Verdict(keep=True, reason=KEEP)
         first = first or reason

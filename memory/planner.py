@@ -18,16 +18,17 @@ Attribution decisions (DESIGN.md, problem 1):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memory import context, identity, models
+from memory import context, directory, identity, models
+from memory import planner_words as lexicon
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
 
     from config import settings as settings_module
+    from memory import ports
 
 #: fixed weights; each is larger than the sum of all weaker ones (strongest first)
 WEIGHTS: dict[str, float] = {
@@ -44,90 +45,6 @@ IMPORTANT_EVENTS = frozenset({"sub", "raid", "cheer"})
 MAX_QUERY_CHARS = 300
 
 
-def _phrases(text: str) -> tuple[str, ...]:
-    """``"a b|c"`` → normalized phrases (the lexicons below are ``|``-separated)."""
-    return tuple(context.normalize(part) for part in text.split("|") if part.strip())
-
-
-#: asking the bot to recall something (EN + IT)
-RECALL_REQUEST = _phrases(
-    "do you remember|you remember|remember me|remember when|what do you know about|"
-    "what do you remember|what you know about|did i tell you|did i ever tell you|i told you|"
-    "ti ricordi|ricordi di me|ricordi quando|ricordi cosa|cosa sai di|che sai di|cosa ricordi|"
-    "che ricordi|ti ho detto|te l'avevo detto|ti avevo detto"
-)
-#: the speaker talks about themself (EN + IT; Italian drops the pronoun, so first-person verbs too)
-SELF_WORDS = frozenset(
-    _phrases(
-        "me|my|i|mine|myself|mi|mio|mia|miei|mie|io|m|faccio|sono|ho|abito|vivo|lavoro|studio|"
-        "chiamo|avevo|dicevo"
-    )
-)
-#: a reference to earlier in the stream (EN + IT)
-TIME_REFERENCE = _phrases(
-    "earlier|at the start|at the beginning|in the beginning|last time|you said|we talked|"
-    "we were talking|all'inizio|poco fa|l'altra volta|hai detto|abbiamo parlato|"
-    "stavamo parlando|dicevi"
-)
-#: weaker time words ("I was a nurse before" is no reference): they count only in a question
-WEAK_TIME_REFERENCE = _phrases(
-    "before|previously|a while ago|what happened|prima|cosa è successo|che è successo|"
-    "cos'è successo"
-)
-#: "do you remember …" without a time word: earlier in the stream unless it is about the speaker
-REMEMBER_REFERENCE = _phrases(
-    "do you remember|you remember|remember what|remember when|ti ricordi|ricordi cosa|"
-    "ricordi quando"
-)
-#: questions about the bot's own story or personality (EN + IT)
-SELF_STORY = _phrases(
-    "who made you|who created you|who built you|who are you|what are you|your story|"
-    "your backstory|your personality|about yourself|where are you from|where do you come from|"
-    "how old are you|your name|chi ti ha creato|chi ti ha fatto|chi ti ha programmato|chi sei|"
-    "cosa sei|la tua storia|raccontami di te|parlami di te|da dove vieni|quanti anni hai|"
-    "come ti chiami|il tuo carattere"
-)
-#: structured-state domains and the words that refer to them (EN + IT)
-STATE_DOMAINS: dict[str, tuple[str, ...]] = {
-    "requests": _phrases(
-        "request|requests|requested|queue|song request|richiesta|richieste|coda|in coda"
-    ),
-    "relationships": _phrases(
-        "sibling|siblings|brother|brothers|sister|sisters|cousin|cousins|married|husband|wife|"
-        "girlfriend|boyfriend|related|fratello|fratelli|sorella|sorelle|cugino|cugina|cugini|"
-        "sposati|marito|moglie|fidanzato|fidanzata|parenti"
-    ),
-    "notes": _phrases("note|notes|nota|appunto|appunti"),
-    "jokes": _phrases(
-        "inside joke|inside jokes|running joke|our joke|the joke|battuta|battute|tormentone|"
-        "scherzo|barzelletta"
-    ),
-}
-INTERROGATIVES = frozenset(
-    _phrases(
-        "who|what|where|when|why|how|which|whose|do|does|did|is|are|can|could|would|will|should|"
-        "chi|cosa|dove|quando|perché|perche|come|quale|quali|quanto|quanti|quanta|sai|hai"
-    )
-)
-MEDIA_WORDS = frozenset(_phrases("clip|video|screenshot|pic|photo|image|foto|immagine|link"))
-_URL = re.compile(r"(https?://|www\.)\S+|\b[\w-]+\.(com|tv|gg|it|net|org|io|be|ly)/\S*", re.I)
-#: words that carry no search content (EN + IT)
-STOPWORDS = frozenset(
-    _phrases(
-        "the|a|an|and|or|but|of|to|in|on|at|for|with|about|from|that|this|these|those|it|its|is|"
-        "are|was|were|be|been|do|does|did|have|has|had|you|your|we|our|they|them|he|she|his|her|"
-        "what|who|where|when|why|how|which|there|here|then|than|so|just|really|very|can|could|"
-        "would|will|should|not|no|yes|know|remember|said|say|tell|told|happened|start|beginning|"
-        "before|earlier|again|time|last|while|ago|lol|hey|hi|hello|thanks|il|lo|la|gli|le|un|uno|"
-        "una|di|da|con|su|per|tra|fra|che|non|sono|sei|era|hai|ho|ha|abbiamo|avete|hanno|del|"
-        "della|dei|delle|al|alla|nel|nella|ti|ci|vi|si|ne|tu|lui|lei|noi|voi|loro|cosa|chi|dove|"
-        "quando|perche|come|prima|inizio|all|detto|dire|dicevi|ricordi|ricordo|successo|sai|poco|"
-        "fa|volta|altra|ciao|quel|quella|quello|questo|questa|anche|ancora|piu|molto|ok|okay|"
-        "grazie|tutti|stai|sto|bene|me|my|i|mine|myself|mi|mio|mia|miei|mie|io|m"
-    )
-)
-
-
 def _has(norm: str, phrases: Iterable[str]) -> bool:
     padded = f" {norm} "
     return any(f" {phrase} " in padded for phrase in phrases)
@@ -136,20 +53,25 @@ def _has(norm: str, phrases: Iterable[str]) -> bool:
 def _is_question(text: str, norm: str, skip: Collection[str] = ()) -> bool:
     """A question mark, or an interrogative first word (after the bot's name)."""
     first = next((word for word in norm.split() if word not in skip), "")
-    return "?" in text or first in INTERROGATIVES
+    return "?" in text or first in lexicon.INTERROGATIVES
 
 
 def state_domains(text: str) -> set[str]:
     """The structured-state domains a text refers to (``requests``, ``relationships``, ``notes``, ``jokes``)."""
     norm = context.normalize(text)
-    return {domain for domain, words in STATE_DOMAINS.items() if _has(norm, words)}
+    return {domain for domain, words in lexicon.STATE_DOMAINS.items() if _has(norm, words)}
 
 
 def content_terms(norm: str, *, exclude: Collection[str] = ()) -> list[str]:
     """Search-worthy words of a normalized text, in order, without duplicates."""
     terms: list[str] = []
     for word in norm.split():
-        if len(word) >= 3 and word not in STOPWORDS and word not in exclude and word not in terms:
+        if (
+            len(word) >= 3
+            and word not in lexicon.STOPWORDS
+            and word not in exclude
+            and word not in terms
+        ):
             terms.append(word)
     return terms
 
@@ -178,6 +100,16 @@ def _query(texts: Iterable[str]) -> str:
     return " ".join(" ".join(t.split()) for t in texts if t.strip())[:MAX_QUERY_CHARS].strip()
 
 
+@dataclass(frozen=True, slots=True)
+class _Mention:
+    """A viewer named in another viewer's message."""
+
+    text: str
+    recall_request: bool
+    #: normalized words of the names used in the message (never part of the search query)
+    names: frozenset[str]
+
+
 @dataclass(slots=True)
 class _Candidate:
     login: str
@@ -186,8 +118,7 @@ class _Candidate:
     texts: list[str] = field(default_factory=list)
     signals: set[str] = field(default_factory=set)
     explicit: bool = False
-    #: (mentioning text, recall request) for a viewer named by another viewer
-    mentions: list[tuple[str, bool]] = field(default_factory=list)
+    mentions: list[_Mention] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -203,11 +134,18 @@ class Planner:
     Parameters
     ----------
     settings:
-        Reads ``memory.max_viewers`` (hard maximum 5) and ``bot_name``.
+        Reads ``bot_name`` and ``memory.max_viewers`` (hard maximum 5), and the ablation switches
+        ``memory.use_profile`` (False: never plan ``profile``), ``memory.use_episodic`` (False:
+        never plan ``episodic``) and ``memory.rank_viewers`` (False: every viewer of the batch, in
+        batch order, uncapped, each with profile and recall).
     lore_entities:
         Names of canon entities (characters, places…) whose mention plans the ``lore`` source.
     bot_name:
         Overrides ``settings.bot_name``.
+    directory:
+        Viewers known to the channel (``ports.ViewerLookup``): a viewer named in a message
+        (``@login``, or a bare login / display name) is recognised even when they are neither in
+        the batch nor in the history. Read synchronously; the plan depends on its contents.
     """
 
     def __init__(
@@ -215,8 +153,15 @@ class Planner:
         settings: settings_module.Settings,
         lore_entities: Collection[str] = (),
         bot_name: str | None = None,
+        *,
+        directory: ports.ViewerLookup | None = None,
     ) -> None:
-        self.max_viewers = min(settings.memory.max_viewers, HARD_MAX_VIEWERS)
+        memory = settings.memory
+        self.max_viewers = min(memory.max_viewers, HARD_MAX_VIEWERS)
+        self.use_profile = memory.use_profile
+        self.use_episodic = memory.use_episodic
+        self.rank_viewers = memory.rank_viewers
+        self.directory = directory
         self.bot_login = identity.normalize_login(bot_name or settings.bot_name)
         self.bot_words = {self.bot_login, context.normalize(bot_name or settings.bot_name)} - {""}
         # the bot's own name is a mention of the bot, not a lore reference (its story is asked for)
@@ -225,16 +170,13 @@ class Planner:
         )
 
     def plan(self, batch: models.Batch, history: Sequence[models.HistoryItem]) -> models.Plan:
-        known = self._known_viewers(batch, history)
+        local = self._local_viewers(batch, history)
         candidates: dict[str, _Candidate] = {}
         for order, event in enumerate(batch.chat):
             if identity.normalize_login(event.login) == self.bot_login:
                 continue
-            self._score_event(event, order, candidates, known)
-        selected = sorted(
-            (c for c in candidates.values() if c.signals),
-            key=lambda c: (-c.score, -len(c.texts), c.order, c.login),
-        )[: self.max_viewers]
+            self._score_event(event, order, candidates, local)
+        selected = self._select(candidates)
         sources: list[models.PlannedSource] = []
         for candidate in selected:
             sources.extend(self._viewer_sources(candidate))
@@ -247,25 +189,72 @@ class Planner:
         )
         return models.Plan(viewers=viewers, sources=tuple(sources))
 
-    def _known_viewers(
-        self, batch: models.Batch, history: Sequence[models.HistoryItem]
-    ) -> dict[str, tuple[str, str]]:
-        """Normalized login → (login, user id), from the history then the batch (newest wins)."""
-        known: dict[str, tuple[str, str]] = {}
+    def _select(self, candidates: dict[str, _Candidate]) -> list[_Candidate]:
+        if not self.rank_viewers:  # ablation: every viewer, in batch order, uncapped
+            return sorted(candidates.values(), key=lambda c: c.order)
+        return sorted(
+            (c for c in candidates.values() if c.signals),
+            key=lambda c: (-c.score, -len(c.texts), c.order, c.login),
+        )[: self.max_viewers]
+
+    @staticmethod
+    def _local_viewers(
+        batch: models.Batch, history: Sequence[models.HistoryItem]
+    ) -> directory.ViewerDirectory:
+        """The viewers of the history then the batch (newest wins), logins and display names."""
+        local = directory.ViewerDirectory()
         for item in history:
             if item.login and item.user_id:
-                known[identity.normalize_login(item.login)] = (item.login, item.user_id)
+                local.register(item.user_id, item.login)
         for event in batch.events:
-            known[identity.normalize_login(event.login)] = (event.login, event.user_id)
-        known.pop(self.bot_login, None)
-        return known
+            local.register(event.user_id, event.login, event.name)
+        return local
+
+    def _resolve(self, name: str, local: directory.ViewerDirectory) -> tuple[str, str] | None:
+        """The viewer called ``name``: the batch and history first, then the channel's directory."""
+        found = local.lookup(name)
+        if found is None and self.directory is not None:
+            found = self.directory.lookup(name)
+        if found is None or identity.normalize_login(found[0]) == self.bot_login:
+            return None
+        return found
+
+    def _bare_name(self, token: str) -> bool:
+        """A bare word may name a viewer: 3+ letters, not a stopword, common word or the bot."""
+        norm = context.normalize(token)
+        return (
+            sum(ch.isalpha() for ch in token) >= 3
+            and norm not in lexicon.STOPWORDS
+            and norm not in lexicon.COMMON_WORDS
+            and norm not in lexicon.INTERROGATIVES
+            and norm not in lexicon.SELF_WORDS
+            and norm not in self.bot_words
+        )
+
+    def _mentions(
+        self, text: str, local: directory.ViewerDirectory, *, author_id: str
+    ) -> tuple[list[tuple[str, str]], frozenset[str]]:
+        """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
+        login, and the normalized words of the names used."""
+        names = lexicon.AT_NAME.findall(text)
+        names += [t for t in lexicon.NAME_TOKEN.findall(text.casefold()) if self._bare_name(t)]
+        found: dict[str, tuple[str, str]] = {}
+        used: set[str] = set()
+        for name in names:
+            viewer = self._resolve(name, local)
+            if viewer is None or viewer[1] == author_id:
+                continue
+            found.setdefault(viewer[1], viewer)
+            used.update(context.normalize(name).split())
+        ordered = sorted(found.values(), key=lambda v: (identity.normalize_login(v[0]), v[1]))
+        return ordered, frozenset(used)
 
     def _score_event(
         self,
         event: models.ChatEvent,
         order: int,
         candidates: dict[str, _Candidate],
-        known: dict[str, tuple[str, str]],
+        local: directory.ViewerDirectory,
     ) -> None:
         author = candidates.get(event.user_id)
         if author is None:
@@ -278,43 +267,25 @@ class Planner:
         if text.strip():
             author.texts.append(text)
         words = set(norm.split())
-        recall_request = _has(norm, RECALL_REQUEST)
-        mentioned = self._mentions(
-            text, norm, known, author_key=identity.normalize_login(event.login)
-        )
-        if recall_request and words & SELF_WORDS:
+        recall_request = _has(norm, lexicon.RECALL_REQUEST)
+        if recall_request and words & lexicon.SELF_WORDS:
             author.signals.add("explicit_recall")
             author.explicit = True
         if words & self.bot_words:
             author.signals.add("bot_mention")
         if _is_question(text, norm, self.bot_words):
             author.signals.add("question")
-        if _URL.search(text) or words & MEDIA_WORDS:
+        if lexicon.URL.search(text) or words & lexicon.MEDIA_WORDS:
             author.signals.add("media")
         if len(content_terms(norm, exclude=self.bot_words)) >= 2:  # one word or emote spam: no
             author.signals.add("active")
-        for login_key in mentioned:
-            login, user_id = known[login_key]
-            if user_id == event.user_id:
-                continue
+        named, names = self._mentions(text, local, author_id=event.user_id)
+        for login, user_id in named:
             other = candidates.get(user_id)
             if other is None:
                 other = candidates[user_id] = _Candidate(login, user_id, order)
             other.signals.add("mentioned_by_viewer")
-            other.mentions.append((text, recall_request))
-
-    def _mentions(
-        self, text: str, norm: str, known: dict[str, tuple[str, str]], *, author_key: str
-    ) -> list[str]:
-        """Known viewers named in a message: ``@login`` always, a bare login of 4+ characters."""
-        at_names = {identity.normalize_login(m) for m in re.findall(r"@(\w+)", text)}
-        words = set(norm.split())
-        found = [
-            key
-            for key in known
-            if key != author_key and (key in at_names or (len(key) >= 4 and key in words))
-        ]
-        return sorted(found)
+            other.mentions.append(_Mention(text=text, recall_request=recall_request, names=names))
 
     def _viewer_sources(self, candidate: _Candidate) -> list[models.PlannedSource]:
         def source(kind: str, query: str, explicit: bool) -> models.PlannedSource:
@@ -331,15 +302,19 @@ class Planner:
             query = _query(candidate.texts)
             explicit = candidate.explicit
         else:
-            # named by others: the others' words (minus the name) only search this viewer's space
-            drop = {identity.normalize_login(candidate.login), *self.bot_words}
+            # named by others: the others' words (minus the names) only search this viewer's space
             query = _query(
-                " ".join(w for w in context.normalize(t).split() if w not in drop)
-                for t, _ in candidate.mentions
+                " ".join(
+                    w
+                    for w in context.normalize(m.text).split()
+                    if w not in m.names and w not in self.bot_words
+                )
+                for m in candidate.mentions
             )
-            explicit = any(request for _, request in candidate.mentions)
-        sources = [source("profile", query, explicit)]
-        if content_terms(context.normalize(query), exclude=self.bot_words) or explicit:
+            explicit = any(m.recall_request for m in candidate.mentions)
+        sources = [source("profile", query, explicit)] if self.use_profile else []
+        wants_recall = bool(query) if not self.rank_viewers else explicit
+        if wants_recall or content_terms(context.normalize(query), exclude=self.bot_words):
             sources.append(source("recall", query, explicit))
         return sources
 
@@ -349,25 +324,22 @@ class Planner:
         history_stems = {
             _stem(word) for item in history for word in context.normalize(item.text).split()
         }
+        chat = [
+            event
+            for event in batch.chat
+            if identity.normalize_login(event.login) != self.bot_login and event.text.strip()
+        ]
+        # the batch addresses the bot: its questions about the bot's feelings and tastes are lore
+        addressed = any(set(context.normalize(e.text).split()) & self.bot_words for e in chat)
         episodic: list[str] = []
         lore: list[str] = []
         state: list[str] = []
-        for event in batch.chat:
-            if identity.normalize_login(event.login) == self.bot_login or not event.text.strip():
-                continue
+        for event in chat:
             norm = context.normalize(event.text)
-            words = set(norm.split())
-            self_recall = _has(norm, RECALL_REQUEST) and bool(words & SELF_WORDS)
-            question = _is_question(event.text, norm, self.bot_words)
-            if (
-                _has(norm, TIME_REFERENCE)
-                or (question and _has(norm, WEAK_TIME_REFERENCE))
-                or (_has(norm, REMEMBER_REFERENCE) and not self_recall)
-            ):
-                terms = content_terms(norm, exclude=self.bot_words)
-                if not _covered(terms, history_stems):
-                    episodic.append(" ".join(terms) if terms else event.text)
-            if _has(norm, self.lore_entities) or _has(norm, SELF_STORY):
+            terms = self._episodic_terms(event.text, norm) if self.use_episodic else None
+            if terms is not None and not _covered(terms, history_stems):
+                episodic.append(" ".join(terms) if terms else event.text)
+            if self._lore_reference(norm, addressed=addressed):
                 lore.append(event.text)
             if state_domains(event.text):
                 state.append(event.text)
@@ -379,3 +351,29 @@ class Planner:
         if state:
             sources.append(models.PlannedSource(kind="state", query=_query(state)))
         return sources
+
+    def _episodic_terms(self, text: str, norm: str) -> list[str] | None:
+        """The key terms of a reference to earlier in the stream; None when it is no reference."""
+        words = set(norm.split())
+        self_recall = _has(norm, lexicon.RECALL_REQUEST) and bool(words & lexicon.SELF_WORDS)
+        question = _is_question(text, norm, self.bot_words)
+        if (
+            _has(norm, lexicon.TIME_REFERENCE)
+            or (question and _has(norm, lexicon.WEAK_TIME_REFERENCE))
+            or (_has(norm, lexicon.REMEMBER_REFERENCE) and not self_recall)
+        ):
+            return content_terms(norm, exclude=self.bot_words)
+        return None
+
+    def _lore_reference(self, norm: str, *, addressed: bool) -> bool:
+        """A canon name, a question about the bot's story, or (to the bot) about its feelings."""
+        if _has(norm, self.lore_entities) or _has(norm, lexicon.SELF_STORY):
+            return True
+        if not addressed:
+            return False
+        words = set(norm.split())
+        if _has(norm, lexicon.RECALL_REQUEST) and words & lexicon.SELF_WORDS:
+            return False  # "what do you remember about me": explicit recall, not lore
+        return _has(norm, lexicon.BOT_PERSONAL) or bool(
+            words & lexicon.YOUR_WORDS and words & lexicon.FAVOURITE_WORDS
+        )

@@ -75,6 +75,14 @@ class Planner(Protocol):
     def plan(self, batch: models.Batch, history: Sequence[models.HistoryItem]) -> models.Plan: ...
 
 
+class ViewerLookup(Protocol):
+    """Known viewers by name, read synchronously by the planner (``directory.ViewerDirectory``)."""
+
+    def lookup(self, name: str) -> tuple[str, str] | None:
+        """(login, user id) of the viewer whose login or display name is ``name``, or None."""
+        ...
+
+
 class Recall(Protocol):
     """What the memory stage brought back for one turn (read-only for its consumers)."""
 

@@ -123,6 +123,7 @@ class Retriever:
         self.budget_s = settings.memory.budget_ms / 1000
         self.source_timeout_s = settings.memory.source_timeout_ms / 1000
         self.token_budget = settings.memory.token_budget
+        self.dedupe = settings.memory.dedupe
         self._flight: cache_module.SingleFlight[list[models.RecallItem]] = (
             cache_module.SingleFlight()
         )
@@ -169,7 +170,9 @@ class Retriever:
                 await asyncio.wait(pending, timeout=CANCEL_GRACE_SECONDS)
         result.outcomes = [outcomes[i] for i in sorted(outcomes)]
         result.degraded = [o.degraded for o in result.outcomes if o.degraded is not None]
-        assembled = context.assemble(result.outcomes, history, token_budget=self.token_budget)
+        assembled = context.assemble(
+            result.outcomes, history, token_budget=self.token_budget, dedupe=self.dedupe
+        )
         result.items, result.block = assembled.items, assembled.block
         result.timings_ms["memory_total"] = (time.perf_counter() - started) * 1000
         return result

@@ -7,7 +7,10 @@ It returns the items it found (empty: nothing stored / nothing relevant) or rais
 
 Attribution: the ``recall`` fetcher searches only the personal space of the planned viewer
 (``viewer:<user id>``), and drops any hit whose recorded author is someone else, so a memory is never
-shown as another viewer's.
+shown as another viewer's. With ``settings.memory.attribution_split=False`` (the naive design, an
+ablation for evaluation only) it searches the one shared personal space
+(``identity.SHARED_PERSONAL_KEY``) for whichever viewer is planned, without the author filter, so
+other viewers' statements are shown as theirs: what that ablation measures. Profiles stay per viewer.
 """
 
 from __future__ import annotations
@@ -157,22 +160,23 @@ class ProfileSource:
 
 
 class RecallSource:
-    """Targeted recall in the viewer's own personal space."""
+    """Targeted recall in the viewer's own personal space (``shared``: in the one shared personal
+    space, no author filter — the naive design, for the ``no_attribution_split`` ablation)."""
 
-    def __init__(self, spaces: ports.MemorySpaces, *, limit: int) -> None:
+    def __init__(self, spaces: ports.MemorySpaces, *, limit: int, shared: bool = False) -> None:
         self.spaces = spaces
         self.limit = limit
+        self.shared = shared
 
     async def __call__(
         self, source: models.PlannedSource, batch: models.Batch
     ) -> list[models.RecallItem]:
         login, user_id = _viewer(source)
-        hits = await self.spaces.search(
-            identity.personal_key(user_id), source.query, limit=self.limit, kinds=PERSONAL_KINDS
-        )
+        space = identity.personal_space_key(user_id, attribution_split=not self.shared)
+        hits = await self.spaces.search(space, source.query, limit=self.limit, kinds=PERSONAL_KINDS)
         items = []
         for hit in hits:
-            if hit.record.user_id and hit.record.user_id != user_id:
+            if not self.shared and hit.record.user_id and hit.record.user_id != user_id:
                 logger.warning(
                     "dropped memory %s of %s found in the space of %s",
                     hit.record.id,
@@ -242,7 +246,7 @@ def default_registry(
     )
     registry.register(
         "recall",
-        RecallSource(spaces, limit=memory.recall_limit),
+        RecallSource(spaces, limit=memory.recall_limit, shared=not memory.attribution_split),
         ttl_seconds=memory.recall_ttl_seconds,
         scope="viewer",
     )

@@ -228,3 +228,9 @@ class Transcript:
                 sql.queries["transcript_viewer_by_login"], identity.normalize_login(login)
             )
         return dict(row) if row else None
+
+    async def list_viewers(self, limit: int) -> list[tuple[str, str, str | None]]:
+        """(user id, login, display name) of the ``limit`` most recently seen viewers, newest first."""
+        with postgres.wrap_errors("list viewers"):
+            rows = await self.db.pool.fetch(sql.queries["transcript_list_viewers"], limit)
+        return [(row["user_id"], row["login"], row["display_name"]) for row in rows]

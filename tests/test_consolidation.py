@@ -482,3 +482,54 @@ async def test_a_retry_does_not_bring_back_forgotten_facts_or_episodes(
     assert (result.personal, result.facts, result.episodic) == (1, 0, 0)
     assert [r.text for r in await spaces.list("viewer:1001")] == ["I work as a graphic designer"]
     assert await spaces.list("stream:s1") == []
+
+
+# --- ablation switches (settings.memory; evaluation only) ---------------------------------------
+
+
+async def test_without_attribution_split_every_viewer_shares_one_space_with_authors_kept(
+    db: postgres.Database, spaces: fake_spaces.InMemorySpaces, make_settings: SettingsFactory
+) -> None:
+    naive = make_settings(bot_name="mnemo", memory={"attribution_split": False})
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I work as a graphic designer"),
+            msg("m2", "bob", "I live in Rome", second=1),
+            msg("m3", "nightbot", "I am a bot and I live in the cloud", second=2),
+        ],
+    )
+    result = await consolidation.Consolidator(db, spaces, naive).consolidate(turn_id)
+
+    shared = await spaces.list(identity.SHARED_PERSONAL_KEY)
+    assert sorted((r.text, r.user_id, r.origin_message_ids) for r in shared) == [
+        ("I live in Rome", "1002", ("m2",)),
+        ("I work as a graphic designer", "1001", ("m1",)),
+    ]
+    assert await spaces.count(identity.personal_key("1001")) == 0
+    assert await spaces.count(identity.personal_key("1002")) == 0
+    assert result.personal == 2 and result.viewers == ("1001", "1002")
+    assert await profile_module.ProfileStore(db).get("1002") is not None  # profiles stay per viewer
+
+
+async def test_without_episodic_no_episode_is_written(
+    db: postgres.Database, spaces: fake_spaces.InMemorySpaces, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings(bot_name="mnemo", memory={"use_episodic": False})
+    turn_id = await journal_turn(db, [msg("m1", "alice", "I live in Rome")])
+    result = await consolidation.Consolidator(db, spaces, settings).consolidate(turn_id)
+
+    assert result.episodic == 0 and result.personal == 1
+    assert await spaces.count(identity.episodic_key("s1")) == 0
+    assert await spaces.count(identity.personal_key("1001")) == 1
+
+
+async def test_without_profiles_no_profile_is_updated(
+    db: postgres.Database, spaces: fake_spaces.InMemorySpaces, make_settings: SettingsFactory
+) -> None:
+    settings = make_settings(bot_name="mnemo", memory={"use_profile": False})
+    turn_id = await journal_turn(db, [msg("m1", "alice", "I live in Rome")])
+    result = await consolidation.Consolidator(db, spaces, settings).consolidate(turn_id)
+
+    assert result.personal == 1 and result.episodic == 1
+    assert await profile_module.ProfileStore(db).get("1001") is None

@@ -271,3 +271,37 @@ def test_memory_text_cannot_pose_as_a_section_or_flood_the_block() -> None:
     assert [line for line in lines if line.startswith("## ")] == ["## Targeted memory recall"]
     [line] = [line for line in lines if line.startswith("- [alice]")]
     assert len(line) <= context.MAX_ITEM_CHARS + len("- [alice] ")
+
+
+def test_without_dedupe_duplicates_and_history_repeats_are_kept_under_the_cap() -> None:
+    """The ``no_dedup`` ablation (``settings.memory.dedupe=False``)."""
+    history = [said("alice", "I just moved to Turin", "m1")]
+    outcomes = [
+        ok(src("profile", "alice"), item("profile", "I moved to Turin last year", "alice")),
+        ok(
+            src("recall", "alice"),
+            item("recall", "I just moved to Turin", "alice", origin=("m1",), score=0.9),
+            item("recall", "I moved to Turin last year!!", "alice", score=0.8),
+            item("recall", "I moved to Turin last year!!", "alice", memory_id="dup", score=0.7),
+            item("recall", "  !! ", "alice", score=0.6),  # no words: never an item
+        ),
+        ok(src("episodic"), item("episodic", "the boss fight was epic", origin=("m2",))),
+    ]
+    deduped = context.assemble(outcomes, history, token_budget=1000)
+    assert [i.text for i in deduped.items] == [
+        "I moved to Turin last year",
+        "the boss fight was epic",
+    ]
+    kept = context.assemble(outcomes, history, token_budget=1000, dedupe=False)
+    assert [i.text for i in kept.items] == [
+        "I moved to Turin last year",
+        "I just moved to Turin",
+        "I moved to Turin last year!!",
+        "I moved to Turin last year!!",
+        "the boss fight was epic",
+    ]
+    assert "## Relevant viewer profile" in kept.block and "## Earlier in this stream" in kept.block
+    cap = kept.tokens_estimate - 5
+    capped = context.assemble(outcomes, history, token_budget=cap, dedupe=False)
+    assert capped.tokens_estimate <= cap
+    assert 0 < len(capped.items) < len(kept.items)

@@ -124,3 +124,34 @@ def test_noise_is_dropped_with_its_reason(text: str, reason: str) -> None:
 def test_classify_is_deterministic() -> None:
     texts = [t for t in KEPT] + [t for t, _ in DROPPED]
     assert [noise.classify(t) for t in texts] == [noise.classify(t) for t in texts]
+
+
+# (message, verdict with the bot's names given, verdict without them)
+ADDRESSED = [
+    ("@Mnemo you are my favourite bot", noise.ABOUT_BOT, noise.ABOUT_ADDRESSEE),
+    ("Mnemo sei il migliore", noise.ABOUT_BOT, noise.NOT_SELF),
+    ("mnemo ti voglio bene", noise.ABOUT_BOT, noise.NOT_SELF),
+    ("hey Mnemo you're my hero", noise.ABOUT_BOT, noise.KEEP),
+    ("hey Mnemo, you're my hero", noise.GREETING, noise.KEEP),  # the first clause's reason
+    ("Mnemo your voice is my favourite", noise.ABOUT_BOT, noise.KEEP),
+    ("@mnemo il tuo carattere è il mio preferito", noise.ABOUT_BOT, noise.ABOUT_ADDRESSEE),
+    ("you are my favourite bot @Mnemo", noise.ABOUT_BOT, noise.KEEP),
+    ("@bob you are my best friend", noise.ABOUT_ADDRESSEE, noise.ABOUT_ADDRESSEE),
+    # a self-statement in another clause is still kept
+    ("@Mnemo I live in Rome, you are great", noise.KEEP, noise.KEEP),
+    ("@Mnemo you are great, I live in Rome", noise.KEEP, noise.KEEP),
+    ("Mnemo hai ragione, io vivo a Roma", noise.KEEP, noise.KEEP),
+    ("@mnemo I study physics in Bologna", noise.KEEP, noise.KEEP),
+    ("I love my job mnemo", noise.KEEP, noise.KEEP),
+    # a viewer whose name merely contains the bot's is no mention of it
+    ("mnemofan you are my favourite", noise.KEEP, noise.KEEP),
+]
+
+
+@pytest.mark.parametrize(("text", "with_names", "without"), ADDRESSED)
+def test_a_message_to_the_bot_about_the_bot_is_no_self_statement(
+    text: str, with_names: str, without: str
+) -> None:
+    verdict = noise.classify(text, bot_names=("Mnemo", "@mnemo"))
+    assert verdict == noise.Verdict(keep=with_names == noise.KEEP, reason=with_names), text
+    assert noise.classify(text).reason == without, text

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from config import settings as settings_module
-from memory import models, planner
+from memory import directory, models, planner
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 USER_IDS = {"alice": "1001", "bob": "1002", "carol": "1003", "dave": "1004", "erin": "1005"}
@@ -374,3 +374,213 @@ def test_plan_is_deterministic_and_pure() -> None:
     assert first.to_json() == second.to_json()
     assert kinds(first)[-3:] == ["episodic", "lore", "state"]
     assert history == before
+
+
+# -- viewers known to the channel (the directory) -----------------------------------------------
+
+
+def make_directory(*viewers: tuple[str, str, str | None]) -> directory.ViewerDirectory:
+    known = directory.ViewerDirectory()
+    for user_id, login, name in viewers:
+        known.register(user_id, login, name)
+    return known
+
+
+CHANNEL = make_directory(
+    ("2001", "bob", "Bob"),
+    ("2002", "caroline_k", "Caroline"),
+    ("2003", "the", "The"),
+    ("2004", "game", "Game"),
+    ("2005", "al", "Al"),
+    ("2006", "zoe", "Zoë"),
+    ("2007", "livememory", "LiveMemory"),
+)
+
+
+def directory_planner(**memory: Any) -> planner.Planner:
+    settings = IsolatedSettings(bot_name="livememory", memory=memory)
+    return planner.Planner(settings, lore_entities=["Captain Nebula"], directory=CHANNEL)
+
+
+# (message of alice, viewer of the directory planned for it or None)
+NAMED_VIEWER_CASES = [
+    ("@livememory where does @bob live?", "bob"),
+    ("@livememory where does bob live?", "bob"),  # bare login, 3 letters
+    ("where does BOB live", "bob"),  # case-insensitive
+    ("@livememory what did Caroline research?", "caroline_k"),  # display name
+    ("what did caroline research", "caroline_k"),
+    ("what does @caroline_k do for work?", "caroline_k"),  # login
+    ("is zoe coming tonight?", "zoe"),
+    ("did Zoë finish the painting?", "zoe"),  # accents folded
+    # common words that are logins: only as @login
+    ("what is the best game ever?", None),
+    ("@livememory what does @game play?", "game"),
+    ("@the where are you from?", "the"),
+    ("al lavoro oggi", None),  # bare names need 3 letters
+    ("@al where do you live?", "al"),
+    # the bot is no viewer to plan
+    ("livememory what do you think?", None),
+    ("bobby is here", None),  # word-bounded
+]
+
+
+@pytest.mark.parametrize(("text", "named"), NAMED_VIEWER_CASES)
+def test_viewer_named_but_absent_is_planned_from_the_directory(
+    text: str, named: str | None
+) -> None:
+    plan = directory_planner().plan(batch(msg("alice", text)), [])
+    others = [v for v in plan.viewers if v.login != "alice"]
+    assert [v.login for v in others] == ([named] if named else [])
+    if named is None:
+        return
+    [viewer] = others
+    assert viewer.user_id == CHANNEL.lookup(named)[1]  # type: ignore[index]
+    assert viewer.signals == ("mentioned_by_viewer",)
+    own = [s for s in plan.sources if s.viewer == named]
+    assert [s.kind for s in own] == ["profile", "recall"] or [s.kind for s in own] == ["profile"]
+    for source in own:  # their own space, searched with the question minus every name
+        assert source.user_id == viewer.user_id
+        assert not source.explicit
+        words = source.query.split()
+        assert named not in words and "caroline" not in words and "livememory" not in words
+
+
+def test_named_viewers_own_space_is_searched_with_the_question_not_as_their_statement() -> None:
+    plan = directory_planner().plan(
+        batch(msg("carol", "@livememory what did Caroline research last summer?")), []
+    )
+    by_key = {s.key: s for s in plan.sources}
+    assert by_key["recall:caroline_k"].user_id == "2002"
+    assert by_key["recall:caroline_k"].query == "what did research last summer"
+    assert by_key["recall:carol"].user_id == "1003"  # the asker's words search the asker's space
+    assert by_key["recall:carol"].query == "@livememory what did Caroline research last summer?"
+
+
+def test_recall_request_about_a_directory_viewer_is_explicit_for_them() -> None:
+    plan = directory_planner().plan(batch(msg("alice", "what do you remember about @bob?")), [])
+    by_key = {s.key: s for s in plan.sources}
+    assert by_key["profile:bob"].explicit and by_key["recall:bob"].explicit
+    assert not by_key["profile:alice"].explicit
+
+
+def test_batch_and_history_win_over_the_directory() -> None:
+    """A name the stream knows resolves to that viewer, not to an older namesake of the channel."""
+    history = [said("bob", "I live in Turin")]  # bob 1002 here, 2001 in the directory
+    plan = directory_planner().plan(batch(msg("alice", "where does bob live?")), history)
+    assert {v.login: v.user_id for v in plan.viewers}["bob"] == "1002"
+
+
+def test_without_a_directory_only_the_stream_knows_names() -> None:
+    plan = make_planner().plan(batch(msg("alice", "@livememory where does @bob live?")), [])
+    assert [v.login for v in plan.viewers] == ["alice"]
+
+
+def test_directory_lookup_login_display_name_and_renames() -> None:
+    known = make_directory(("1", "old_login", "Ann"), ("2", "bob", None))
+    assert known.lookup("@OLD_LOGIN") == ("old_login", "1")
+    assert known.lookup("ann") == ("old_login", "1")
+    known.register("1", "new_login")  # rename: the display name is kept, the old login is gone
+    assert known.lookup("old_login") is None
+    assert known.lookup("Ann") == ("new_login", "1")
+    known.register("3", "ann", "Annie")  # a login beats a display name
+    assert known.lookup("ann") == ("ann", "3")
+    assert known.lookup("nobody") is None
+    assert len(known) == 3
+
+
+def test_plan_with_a_directory_is_deterministic() -> None:
+    events = batch(msg("alice", "@livememory where do Bob and Caroline live? are you scared?"))
+    first = directory_planner().plan(events, [])
+    assert first == directory_planner().plan(events, [])
+    assert [v.login for v in first.viewers] == ["alice", "bob", "caroline_k"]
+
+
+# -- lore for the bot's feelings and tastes -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("events", "lore"),
+    [
+        (["@livememory are you scared of anything?"], True),
+        (["livememory do you like pineapple pizza?"], True),
+        (["@livememory what's your favourite game?"], True),
+        (["@livememory what is your fav song"], True),
+        (["livememory hai paura del buio?"], True),
+        (["@livememory ti piace la pizza?"], True),
+        (["@livememory qual è il tuo gioco preferito?"], True),
+        (["@livememory come ti senti oggi?"], True),
+        # the batch mentions the bot; the question is a separate message
+        (["hey @livememory", "are you scared of spiders?"], True),
+        # not addressed to the bot: maybe to the streamer or another viewer
+        (["are you scared of anything?"], False),
+        (["do you like this song?"], False),
+        (["what is your favourite pizza"], False),
+        # explicit recall stays recall
+        (["@livememory what do you remember about me?"], False),
+        (["@livememory do you remember my favourite game?"], False),
+    ],
+)
+def test_lore_for_questions_about_the_bots_feelings_and_tastes(
+    events: list[str], lore: bool
+) -> None:
+    logins = ["alice", "bob", "carol"]
+    plan = make_planner().plan(batch(*(msg(logins[i], t) for i, t in enumerate(events))), [])
+    assert ("lore" in kinds(plan)) is lore
+
+
+def test_explicit_recall_about_me_is_not_lore() -> None:
+    plan = make_planner().plan(
+        batch(msg("alice", "@livememory what do you remember about me?")), []
+    )
+    assert kinds(plan) == ["profile:alice", "recall:alice"]
+    assert all(s.explicit for s in plan.sources)
+
+
+# -- ablation switches ----------------------------------------------------------------------------
+
+ABLATION_BATCH = (
+    ("erin", "lol"),
+    ("alice", "do you remember my cat? what happened before with that game?"),
+    ("dave", "I love painting landscapes"),
+    ("bob", "hey @livememory"),
+    ("carol", "what should I cook tonight?"),
+)
+
+
+def ablation_plan(**memory: Any) -> models.Plan:
+    return make_planner(**memory).plan(batch(*(msg(u, t) for u, t in ABLATION_BATCH)), [])
+
+
+@pytest.mark.parametrize(
+    ("memory", "keys"),
+    [
+        (
+            {},
+            [
+                *("profile:alice", "recall:alice", "profile:bob", "profile:carol", "recall:carol"),
+                "episodic",
+            ],
+        ),
+        ({"use_profile": False}, ["recall:alice", "recall:carol", "episodic"]),
+        (
+            {"use_episodic": False},
+            ["profile:alice", "recall:alice", "profile:bob", "profile:carol", "recall:carol"],
+        ),
+        (
+            {"rank_viewers": False},
+            [f"{kind}:{login}" for login, _ in ABLATION_BATCH for kind in ("profile", "recall")]
+            + ["episodic"],
+        ),
+        (
+            {"rank_viewers": False, "use_profile": False, "use_episodic": False},
+            [f"recall:{login}" for login, _ in ABLATION_BATCH],
+        ),
+    ],
+)
+def test_ablation_switches(memory: dict[str, Any], keys: list[str]) -> None:
+    plan = ablation_plan(**memory)
+    assert kinds(plan) == keys
+    if memory.get("rank_viewers") is False:  # every viewer, batch order, no cap
+        assert [v.login for v in plan.viewers] == [login for login, _ in ABLATION_BATCH]
+    else:
+        assert [v.login for v in plan.viewers] == ["alice", "bob", "carol"]

@@ -4,6 +4,7 @@ and the whole path (planner → embedded Qdrant + Postgres profiles → block) o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -571,3 +572,46 @@ async def test_lore_and_episodic_keep_only_hits_near_the_best() -> None:
     items = await lore(source("lore", query="what's the Lag Goblin?"), one_batch())
     assert [i.text for i in items] == [texts[0]]
     assert all(i.space == "lore" and i.viewer is None for i in items)
+
+
+# --- ablation switches (settings.memory; evaluation only) ---------------------------------------
+
+
+def in_space(space: str, login: str, text: str, message_id: str) -> models.MemoryRecord:
+    return dataclasses.replace(personal(login, text, message_id, message_id), space=space)
+
+
+@pytest.mark.parametrize("split", [True, False])
+async def test_without_attribution_split_recall_reads_the_shared_space_unfiltered(
+    split: bool,
+) -> None:
+    """The naive design shows another viewer's statement as the planned viewer's; the split does not."""
+    store = fake_spaces.InMemorySpaces()
+    own, shared = identity.personal_key(IDS["alice"]), identity.SHARED_PERSONAL_KEY
+    await store.upsert(
+        [
+            in_space(own, "alice", "I work as a graphic designer", "a1"),
+            # a stray record of bob's in alice's space: the split design filters it out
+            in_space(own, "bob", "I work as a baker", "b0"),
+            in_space(shared, "alice", "I work as a graphic designer", "a1"),
+            in_space(shared, "bob", "I work as a baker", "b1"),
+        ]
+    )
+    registry = sources.default_registry(
+        plain_settings(attribution_split=split), spaces=store, profiles=NoProfiles()
+    )
+    recall = registry.get("recall").fetch
+    items = await recall(source("recall", "alice", query="what is my work?"), one_batch())
+    assert {i.viewer for i in items} == {"alice"}
+    origins = {m for i in items for m in i.origin_message_ids}
+    assert origins == ({"a1"} if split else {"a1", "b1"})
+
+
+@pytest.mark.parametrize("dedupe", [True, False])
+async def test_the_retriever_honours_the_dedupe_setting(dedupe: bool) -> None:
+    recall = Fetcher("recall")
+    retriever = make_retriever({"recall": recall}, dedupe=dedupe)
+    plan = models.Plan(sources=(source("recall", "alice"),))
+    shown = models.HistoryItem.from_event(event("alice", "recall fact about alice #1", 5), "t5")
+    result = await retriever.retrieve(plan, one_batch(), [shown])
+    assert len(result.items) == (0 if dedupe else 1)

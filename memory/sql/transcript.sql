@@ -81,3 +81,7 @@ SELECT user_id, login, display_name, first_seen, last_seen FROM viewers WHERE us
 -- transcript_redacted_ids --
 -- description: which of these message ids were redacted (forget --everywhere) ($1 ids)
 SELECT message_id FROM message_redactions WHERE message_id = ANY($1::text[]);
+
+-- transcript_list_viewers --
+-- description: the most recently seen viewers, newest first ($1 limit)
+SELECT user_id, login, display_name FROM viewers ORDER BY last_seen DESC, user_id LIMIT $1;
