@@ -231,3 +231,27 @@ def test_a_login_is_resolved_within_its_stream() -> None:
     report = _report("t1", ["a1"], [_item("recall", "john", ("a1",))])
     report.stream = "a"
     assert harness.score(case, [report], config="t").metrics["misattribution"]["hits"] == 0
+
+
+def test_a_login_is_resolved_to_the_viewer_the_turn_planned() -> None:
+    """A turn of stream "a" that named "john" after stream "b"'s john was seen last (LoCoMo replays
+    three Johns as streams of one channel; the directory gives the last one): the items are his own
+    messages, recalled for him, not stream "a"'s john's. An item of someone else is still flagged."""
+    events = (
+        dataclasses.replace(_event("a1", "41", "john", "I like jazz"), stream="a"),
+        dataclasses.replace(_event("b1", "47", "john", "I like rock"), stream="b"),
+    )
+    case = harness.Case(
+        name="t", events=events, authors={e.id: e.user_id for e in events}, logins={"john": "47"}
+    )
+
+    def misattributed(origin: str) -> tuple[int, int]:
+        report = _report(
+            "t1", ["a2"], [_item("profile", "John", (origin,))], viewers=(("john", "47"),)
+        )
+        report.stream = "a"
+        ratio = harness.score(case, [report], config="t").metrics["misattribution"]
+        return ratio["hits"], ratio["total"]
+
+    assert misattributed("b1") == (0, 1)
+    assert misattributed("a1") == (1, 1)

@@ -267,19 +267,35 @@ def probe_ranking(
     ]
 
 
+def _planned_ids(report: models.TurnReport) -> dict[str, str]:
+    """Normalized login → user id of the viewers the turn's plan selected, for logins that name
+    exactly one of them (an item names its viewer by login only)."""
+    ids: dict[str, set[str]] = {}
+    for viewer in report.plan.viewers:
+        ids.setdefault(identity.normalize_login(viewer.login), set()).add(viewer.user_id)
+    return {login: next(iter(found)) for login, found in ids.items() if len(found) == 1}
+
+
 def _personal(
     case: Case, reports: Sequence[models.TurnReport]
 ) -> list[tuple[str, tuple[str, ...]]]:
-    """(user id recalled for, origin ids) of every personal item. A login is resolved within the
-    turn's stream first (LoCoMo has a "John" in three conversations), then across the case."""
+    """(user id recalled for, origin ids) of every personal item.
+
+    The viewer an item was recalled for is the one the turn's plan selected under that login: a
+    login is not a person (LoCoMo has a "John" in three conversations, replayed as streams of one
+    channel, and a turn may name the John the channel saw last). Without a plan entry, the login is
+    resolved within the turn's stream first, then across the case."""
     in_stream = {(e.stream, identity.normalize_login(e.login)): e.user_id for e in case.events}
     out = []
     for report in reports:
+        planned = _planned_ids(report)
         for item in report.recall:
             if item.source in PERSONAL_SOURCES and item.viewer is not None:
                 login = identity.normalize_login(item.viewer)
-                user_id = in_stream.get((report.stream, login)) or case.logins.get(
-                    login, f"login:{item.viewer}"
+                user_id = (
+                    planned.get(login)
+                    or in_stream.get((report.stream, login))
+                    or case.logins.get(login, f"login:{item.viewer}")
                 )
                 out.append((user_id, item.origin_message_ids))
     return out
