@@ -12,6 +12,7 @@ back. Unknown viewers, memories and turns raise ``errors.UnknownViewer`` / ``Unk
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -263,21 +264,15 @@ class Operations:
         if original.kind is models.MemoryKind.LORE:
             raise errors.InvalidMemory("lore is corrected by editing config/lore and reloading it")
         root = original.corrects if original.kind is models.MemoryKind.CORRECTION else original.id
-        correction = models.MemoryRecord(
+        # the original's provenance (viewer, stream, turn, origin messages, times) carries over
+        correction = dataclasses.replace(
+            original,
             id=documents.point_id(
                 original.turn_id or "", original.user_id or "", "correction", root or ""
             ),
-            space=original.space,
             kind=models.MemoryKind.CORRECTION,
             text=text,
-            user_id=original.user_id,
-            login=original.login,
-            stream=original.stream,
-            turn_id=original.turn_id,
-            origin_message_ids=original.origin_message_ids,
-            participants=original.participants,
-            first_ts=original.first_ts,
-            last_ts=original.last_ts,
+            created_at=models.utcnow(),
             corrects=root,
             extra={"corrected_by": actor},
         )
@@ -391,17 +386,10 @@ def redact_episode(record: models.MemoryRecord, user_id: str) -> models.MemoryRe
         re.search(rf"\b{re.escape(str(login))}\b", reply, re.I) for login in logins if login
     ):
         reply = REDACTED
-    return models.MemoryRecord(
-        id=record.id,
-        space=record.space,
-        kind=record.kind,
+    return dataclasses.replace(
+        record,
         text=documents.episode_text(messages),
-        stream=record.stream,
-        turn_id=record.turn_id,
         origin_message_ids=tuple(m["id"] for m in messages),
         participants=tuple(p for p in record.participants if p != user_id),
-        first_ts=record.first_ts,
-        last_ts=record.last_ts,
-        created_at=record.created_at,
         extra={**record.extra, "messages": messages, "reply": reply, "redacted": True},
     )
