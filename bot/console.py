@@ -9,11 +9,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bot import output, session
-from memory import identity, models
+from bot import output
+from memory import identity, models, session
 
 if TYPE_CHECKING:
-    from bot import services as services_module
+    from memory import ports
+    from memory import runtime as services_module
 
 HELP = """Type `login: message` to chat as a viewer (e.g. `alice: I moved to Turin`).
 Badges: `bob[moderator]: !memory @alice`. A line without `login:` is said by `viewer`.
@@ -72,7 +73,7 @@ async def console(
     services: services_module.Services,
     *,
     no_llm: bool,
-    commands: session.CommandHandler | None = None,
+    commands: ports.CommandHandler | None = None,
 ) -> None:
     stream = identity.temporary_stream_id()
     print(HELP, file=sys.stderr)

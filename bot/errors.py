@@ -12,11 +12,3 @@ class BotError(Exception):
 
 class CredentialError(BotError):
     """A Twitch credential is missing or invalid."""
-
-
-class TranscriptLineError(BotError):
-    """A line of the chat transcript is malformed."""
-
-    def __init__(self, path: str, line: int, problem: str) -> None:
-        super().__init__(f"{path}:{line}: {problem}")
-        self.path, self.line, self.problem = path, line, problem

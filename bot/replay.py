@@ -6,13 +6,15 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from bot import output, session, transcript_file
+from bot import output
+from memory import session
+from memory.history import transcript_file
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from bot import services as services_module
-    from memory import models
+    from memory import models, ports
+    from memory import runtime as services_module
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +26,7 @@ async def replay(
     as_json: bool,
     no_llm: bool,
     sync_consolidation: bool,
-    commands: session.CommandHandler | None = None,
+    commands: ports.CommandHandler | None = None,
 ) -> int:
     """Replay ``path``; returns how many turns ran. A malformed line raises after the lines before
     it were answered (nothing already ingested is lost)."""

@@ -64,3 +64,11 @@ class MigrationError(MemoryServiceError):
 
 class ToolCallError(MemoryServiceError):
     """A model tool call cannot be run (its error goes back to the model)."""
+
+
+class TranscriptLineError(MemoryServiceError):
+    """A line of the chat transcript is malformed."""
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: {problem}")
+        self.path, self.line, self.problem = path, line, problem

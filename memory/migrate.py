@@ -8,6 +8,7 @@ is unset); the bot and the workers also run it at start-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import sys
@@ -16,9 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory import errors
+from memory.adapters import postgres
 
 if TYPE_CHECKING:
-    from memory.adapters import postgres
+    from collections.abc import AsyncIterator
+
+    from config.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +98,21 @@ async def apply(db: postgres.Database, directory: Path = MIGRATIONS_DIR) -> list
     return applied_now
 
 
+@contextlib.asynccontextmanager
+async def open_database(settings: Settings) -> AsyncIterator[postgres.Database]:
+    """The configured database (``postgres.open_database``) with every migration applied."""
+    async with postgres.open_database(settings) as db:
+        await apply(db)
+        yield db
+
+
 async def _main() -> int:
     from config import settings as settings_module
-    from memory.adapters import postgres
 
     settings = settings_module.Settings()
     logging.basicConfig(level=settings.log_level, format="%(message)s")
     try:
-        async with postgres.open_database(settings, migrate=False) as db:
+        async with postgres.open_database(settings) as db:
             applied = await apply(db)
     except errors.MemoryServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,7 +18,8 @@ from memory import errors, models
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from memory import ports, transcript
+    from memory import ports
+    from memory.history import transcript
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class TurnMetrics(Protocol):
 
 
 class ToolRound(Protocol):
-    """What one round of tool calls did (``memory.tools.ToolRunner.run``)."""
+    """What one round of tool calls did (``memory.state.tools.ToolRunner.run``)."""
 
     results: list[models.HistoryItem]
     changed_domains: set[str]

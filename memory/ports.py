@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
 
     from memory import models
+    from memory.spaces import records
 
 
 class WorkingHistory(Protocol):
@@ -137,7 +138,7 @@ class MemorySpaces(Protocol):
     #: the embedder whose vectors the spaces hold
     embedder_name: str
 
-    async def upsert(self, records: Sequence[models.MemoryRecord]) -> None:
+    async def upsert(self, records: Sequence[records.MemoryRecord]) -> None:
         """Insert or replace records (same id → replaced, so retries make no duplicates)."""
         ...
 
@@ -147,14 +148,14 @@ class MemorySpaces(Protocol):
         query: str,
         *,
         limit: int = 5,
-        kinds: Collection[models.MemoryKind] | None = None,
-    ) -> list[models.MemoryHit]: ...
+        kinds: Collection[records.MemoryKind] | None = None,
+    ) -> list[records.MemoryHit]: ...
 
-    async def get(self, space: str, ids: Sequence[str]) -> list[models.MemoryRecord]: ...
+    async def get(self, space: str, ids: Sequence[str]) -> list[records.MemoryRecord]: ...
 
-    async def list(self, space: str, *, limit: int = 1000) -> list[models.MemoryRecord]: ...
+    async def list(self, space: str, *, limit: int = 1000) -> list[records.MemoryRecord]: ...
 
-    async def find(self, memory_id: str) -> models.MemoryRecord | None:
+    async def find(self, memory_id: str) -> records.MemoryRecord | None:
         """Look a memory up by id in any space."""
         ...
 
@@ -171,3 +172,9 @@ class MemorySpaces(Protocol):
     async def count(self, space: str) -> int: ...
 
     async def spaces(self) -> builtins.list[str]: ...
+
+
+class CommandHandler(Protocol):
+    """Answers chat commands (``!forget …``); returns the public reply (or None)."""
+
+    async def handle(self, event: models.ChatEvent, batch: models.Batch) -> str | None: ...

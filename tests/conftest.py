@@ -144,5 +144,5 @@ def make_settings(tmp_path: Path, database_url: str) -> SettingsFactory:
 
 @pytest.fixture
 async def db(make_settings: SettingsFactory) -> AsyncIterator[postgres.Database]:
-    async with postgres.open_database(make_settings()) as database:
+    async with migrate.open_database(make_settings()) as database:
         yield database

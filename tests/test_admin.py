@@ -7,8 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import admin, consolidation, embedders, identity, retrieval, spaces
+from memory import identity
+from memory.adapters import qdrant
 from memory.adapters import redis as redis_adapter
+from memory.consolidate import consolidation
+from memory.ops import admin
+from memory.recall import retrieval
+from memory.spaces import embedders
 from tests import cli
 from tests import test_consolidation as helpers
 
@@ -30,7 +35,7 @@ def settings(make_settings: SettingsFactory) -> settings_module.Settings:
 @pytest.fixture
 async def stream(db: postgres.Database, settings: settings_module.Settings) -> list[str]:
     """Two consolidated turns in embedded Qdrant (data folder), the spaces closed again."""
-    memory = await spaces.open_spaces(settings, embedders.OfflineHashEmbedder())
+    memory = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     try:
         consolidator = consolidation.Consolidator(db, memory, settings)
         turns = []
@@ -179,7 +184,7 @@ async def test_lore_load_replaces_the_lore_space(
     (small / "one.md").write_text("# x\n\n## Biscotto\nThe mascot pigeon.\nEntities: Bisco\n")
     code, out, _ = await run(settings, "lore", "load", str(small))
     assert (code, out.strip()) == (0, f"lore loaded: 1 entries from {small}")
-    memory = await spaces.open_spaces(settings, embedders.OfflineHashEmbedder())
+    memory = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     try:
         [entry] = await memory.list(identity.LORE_KEY)
     finally:
@@ -201,7 +206,7 @@ def test_the_module_exits_1_without_a_traceback_for_an_unknown_viewer(
     database_url: str, tmp_path: Path
 ) -> None:
     result = cli.run(
-        "memory.admin",
+        "memory.ops.admin",
         "inspect",
         "--viewer",
         "nobody",
@@ -218,7 +223,7 @@ def test_the_module_exits_1_without_a_traceback_for_an_unknown_viewer(
 
 
 def test_the_example_lore_names_its_canon_entities(settings: settings_module.Settings) -> None:
-    from memory import lore
+    from memory.spaces import lore
 
     names = lore.entities(settings.lore_dir)
     for name in (

@@ -7,22 +7,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory import (
-    barrier,
-    consolidation,
-    embedders,
-    identity,
-    models,
-    pipeline,
-    reducers,
-    spaces,
-    state,
-    tools,
-    transcript,
-    working,
-)
+from memory import identity, models, pipeline
 from memory.adapters import ollama as ollama_adapter
-from memory.adapters import postgres
+from memory.adapters import postgres, qdrant
+from memory.consolidate import barrier, consolidation
+from memory.history import reducers, transcript, working
+from memory.spaces import embedders
+from memory.state import channel as state
+from memory.state import tools
 
 if TYPE_CHECKING:
     from config.settings import Settings
@@ -151,7 +143,7 @@ async def test_done_when_a_recorded_relationship_leaves_no_semantic_copy_in_pers
     assert row is not None and row.report is not None and row.report["barrier"] == expected
 
     embedder = embedders.OfflineHashEmbedder()
-    async with await spaces.open_spaces(settings, embedder, location=":memory:") as store:
+    async with await qdrant.open_spaces(settings, embedder, location=":memory:") as store:
         consolidator = consolidation.Consolidator(
             db, store, settings, barrier_source=consolidation.StateBarrier(db)
         )
@@ -168,7 +160,7 @@ async def test_done_when_a_recorded_relationship_leaves_no_semantic_copy_in_pers
         assert [e.turn_id for e in episodes] == [report.turn_id]
 
     # control: without the barrier the same turn does put the statements in personal memory
-    async with await spaces.open_spaces(settings, embedder, location=":memory:") as store:
+    async with await qdrant.open_spaces(settings, embedder, location=":memory:") as store:
         await consolidation.Consolidator(db, store, settings).consolidate(report.turn_id)
         alice = await store.list(identity.personal_key("id-alice"))
         assert [m.text for m in alice] == ["bob and I are siblings, remember that"]

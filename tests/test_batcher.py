@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory import batcher, models
+from memory import models
+from memory.history import batcher
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory import cache as cache_module
 from memory.adapters import redis as redis_adapter
+from memory.recall import cache as cache_module
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -6,9 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import barrier, consolidation, errors, identity, jobs, models, operations, transcript
-from memory import profile as profile_module
+from memory import errors, identity, models
 from memory.adapters import ollama as ollama_adapter
+from memory.consolidate import barrier, consolidation, jobs
+from memory.consolidate import profile as profile_module
+from memory.history import transcript
+from memory.ops import operations
+from memory.spaces import records
 from tests.fakes import spaces as fake_spaces
 
 if TYPE_CHECKING:
@@ -151,7 +155,7 @@ async def test_the_episode_holds_the_public_turn_and_the_reply(
     await consolidator.consolidate(turn_id)
 
     [episode] = await spaces.list(identity.episodic_key("s1"))
-    assert episode.kind is models.MemoryKind.EPISODIC
+    assert episode.kind is records.MemoryKind.EPISODIC
     assert episode.text == (
         "bob: Alice lives in Rome\nalice: I work as a graphic designer\ncarla [sub]:"
     )
@@ -374,7 +378,7 @@ async def test_the_model_condenses_facts_and_keeps_provenance(
     facts = {
         r.text: r.origin_message_ids
         for r in await spaces.list("viewer:1001")
-        if r.kind is models.MemoryKind.FACT
+        if r.kind is records.MemoryKind.FACT
     }
     assert facts == {
         "Alice is a graphic designer": ("m1",),
@@ -399,7 +403,7 @@ async def test_a_bad_model_answer_keeps_the_raw_memories(
     )
 
     assert (result.personal, result.facts) == (1, 0)
-    assert [r.kind for r in await spaces.list("viewer:1001")] == [models.MemoryKind.PERSONAL]
+    assert [r.kind for r in await spaces.list("viewer:1001")] == [records.MemoryKind.PERSONAL]
 
 
 # -- condensed facts on a retried job (review finding 11) ----------------------------------------
@@ -411,7 +415,7 @@ async def fact_texts(spaces: fake_spaces.InMemorySpaces, user_id: str = "1001") 
     return {
         r.text: r.id
         for r in await spaces.list(identity.personal_key(user_id))
-        if r.kind is models.MemoryKind.FACT
+        if r.kind is records.MemoryKind.FACT
     }
 
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory import context, models
+from memory import models
+from memory.recall import context
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 

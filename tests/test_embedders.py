@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import embedders, errors, identity, models, spaces
+from memory import errors, identity
 from memory.adapters import minilm, ollama
+from memory.spaces import embedders, records
+from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
 from tests.fakes import spaces as fake_spaces
 
@@ -114,10 +116,10 @@ async def test_ollama_vectors_of_another_dimension_are_refused(fake_ollama: Fake
 async def test_spaces_work_with_ollama_embeddings(fake_ollama: FakeOllama) -> None:
     embedder = ollama.OllamaEmbedder(fake_ollama.url, "all-minilm")
     store = fake_spaces.InMemorySpaces(embedder)
-    memory = models.MemoryRecord(
+    memory = records.MemoryRecord(
         id=str(uuid.uuid4()),
         space=identity.personal_key("1"),
-        kind=models.MemoryKind.PERSONAL,
+        kind=records.MemoryKind.PERSONAL,
         text="I moved to Turin",
     )
     await store.upsert([memory])
@@ -147,7 +149,7 @@ async def test_build_offline(tmp_path: Path) -> None:
 async def test_auto_uses_ollama_when_it_lists_the_model(
     tmp_path: Path, fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="memory.embedders")
+    caplog.set_level(logging.INFO, logger="memory.spaces.embedders")
     built = await embedders.build_embedder(make(tmp_path, "auto", fake_ollama.url))
     assert (built.name, built.dim) == ("ollama:all-minilm:latest", 384)
     assert "embedder: ollama:all-minilm:latest" in caplog.text
@@ -252,9 +254,9 @@ async def recall_at(k: int, pairs: list[tuple[str, str]], *, lexical_weight: flo
     """Share of queries whose memory is in the top ``k`` among the memories and distractors."""
     embedder = embedders.OfflineHashEmbedder()
     texts = [t for t, _ in RECALL_SET] + distractors()
-    records = [
-        models.MemoryRecord(
-            id=str(uuid.uuid4()), space="viewer:1", kind=models.MemoryKind.PERSONAL, text=t
+    stored = [
+        records.MemoryRecord(
+            id=str(uuid.uuid4()), space="viewer:1", kind=records.MemoryKind.PERSONAL, text=t
         )
         for t in texts
     ]
@@ -265,7 +267,7 @@ async def recall_at(k: int, pairs: list[tuple[str, str]], *, lexical_weight: flo
         scored = sorted(
             (
                 spaces.Candidate(record=r, score=cosine(q, v))
-                for r, v in zip(records, vectors, strict=True)
+                for r, v in zip(stored, vectors, strict=True)
             ),
             key=lambda c: -c.score,
         )[: spaces.fetch_size(k)]

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot import transcript_file
 from memory.eval import reducers
+from memory.history import transcript_file
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bot import transcript_file
 from memory import models
 from memory.eval import synthetic
+from memory.history import transcript_file
 
 if TYPE_CHECKING:
     from pathlib import Path

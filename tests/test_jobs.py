@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory import jobs, sql
+from memory import sql
+from memory.consolidate import jobs
 
 if TYPE_CHECKING:
     from memory.adapters import postgres

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import noise
+from memory.consolidate import noise
 
 KEPT = [
     "I work as a graphic designer",

@@ -6,18 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import (
-    barrier,
-    cache,
-    consolidation,
-    documents,
-    errors,
-    identity,
-    models,
-    operations,
-    retrieval,
-)
-from memory import profile as profile_module
+from memory import errors, identity, models
+from memory.consolidate import barrier, consolidation, documents
+from memory.consolidate import profile as profile_module
+from memory.ops import operations
+from memory.recall import cache, retrieval
+from memory.spaces import records
 from tests import test_consolidation as helpers
 from tests.fakes import spaces as fake_spaces
 
@@ -53,7 +47,7 @@ class Memory:
         self.turns.append(turn_id)
         return turn_id
 
-    async def personal(self, user_id: str) -> list[models.MemoryRecord]:
+    async def personal(self, user_id: str) -> list[records.MemoryRecord]:
         return await self.spaces.list(identity.personal_key(user_id))
 
     async def warm_cache(self, login: str, user_id: str) -> None:
@@ -180,7 +174,7 @@ async def test_a_viewer_cannot_forget_someone_elses_memory(memory: Memory) -> No
     assert await memory.audit() == []
 
 
-async def everything(memory: Memory) -> list[models.MemoryRecord]:
+async def everything(memory: Memory) -> list[records.MemoryRecord]:
     return [r for s in await memory.spaces.spaces() for r in await memory.spaces.list(s)]
 
 
@@ -205,7 +199,7 @@ async def test_correct_replaces_the_memory_with_a_linked_correction_ranked_first
         designer.id, "I work as an illustrator", actor="admin:test"
     )
 
-    assert correction.kind is models.MemoryKind.CORRECTION
+    assert correction.kind is records.MemoryKind.CORRECTION
     assert correction.corrects == designer.id
     assert (correction.turn_id, correction.origin_message_ids) == (designer.turn_id, ("m2",))
     assert await memory.spaces.find(designer.id) is None
@@ -217,7 +211,7 @@ async def test_correct_replaces_the_memory_with_a_linked_correction_ranked_first
     again = await memory.ops.correct(correction.id, "I work as a painter", actor="admin:test")
     assert again.id == correction.id
     assert [
-        r.text for r in await memory.personal("1001") if r.kind is models.MemoryKind.CORRECTION
+        r.text for r in await memory.personal("1001") if r.kind is records.MemoryKind.CORRECTION
     ] == ["I work as a painter"]
     await memory.consolidator.consolidate(memory.turns[0])
     assert await memory.spaces.find(designer.id) is None
@@ -309,7 +303,7 @@ async def test_a_forget_waits_for_a_consolidation_writing_the_viewers_memories(
 ) -> None:
     [designer, _] = await memory.personal("1001")
     write = memory.spaces.upsert
-    forget: asyncio.Task[models.MemoryRecord] | None = None
+    forget: asyncio.Task[records.MemoryRecord] | None = None
 
     async def upsert_while_forgetting(records: Any) -> None:
         nonlocal forget
@@ -400,11 +394,11 @@ async def test_an_invalidator_without_invalidate_kind_still_works(memory: Memory
 
 
 # -- condensed facts (review finding 11) ---------------------------------------------------------
-def condensed(source: models.MemoryRecord, text: str) -> models.MemoryRecord:
-    return models.MemoryRecord(
+def condensed(source: records.MemoryRecord, text: str) -> records.MemoryRecord:
+    return records.MemoryRecord(
         id=documents.point_id(source.turn_id or "", "1001", "fact", text.casefold()),
         space=source.space,
-        kind=models.MemoryKind.FACT,
+        kind=records.MemoryKind.FACT,
         text=text,
         user_id=source.user_id,
         login=source.login,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memory import models, pipeline, transcript, working
+from memory import models, pipeline
 from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres
+from memory.history import transcript, working
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -233,7 +234,7 @@ async def test_a_redacted_message_leaves_the_prompt_at_once(db: postgres.Databas
 async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools(
     db: postgres.Database, fake_ollama: fake_ollama_module.FakeOllama
 ) -> None:
-    from memory import tools
+    from memory.state import tools
 
     await db.pool.execute("INSERT INTO streams (id) VALUES ('s1') ON CONFLICT DO NOTHING")
     p = make_pipeline(db, ollama_adapter.OllamaChat(fake_ollama.url, "llama3.2:3b"))
@@ -253,7 +254,7 @@ async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools
     report = await p.run(models.Batch(stream="s1", events=events))
     assert report.status is models.TurnStatus.FAILED
     assert report.barrier is not None and "relationships" in report.barrier["domains"]
-    from memory import barrier
+    from memory.consolidate import barrier
 
     decision = await barrier.barrier_for_turn(db, report.turn_id)
     assert decision.excludes("id-alice") and decision.excludes("id-bob")

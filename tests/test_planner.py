@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from config import settings as settings_module
-from memory import directory, models, planner
+from memory import models
+from memory.recall import directory, planner
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 USER_IDS = {"alice": "1001", "bob": "1002", "carol": "1003", "dave": "1004", "erin": "1005"}

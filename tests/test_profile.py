@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory import models
-from memory import profile as profile_module
+from memory.consolidate import profile as profile_module
+from memory.spaces import records
 
 if TYPE_CHECKING:
     from memory.adapters import postgres
@@ -50,11 +50,11 @@ def test_slots_are_derived_from_simple_en_it_patterns(
     assert sorted(profile_module.derive(text)) == sorted(expected)
 
 
-def memory(mid: str, text: str, minutes: int, user_id: str = "1001") -> models.MemoryRecord:
-    return models.MemoryRecord(
+def memory(mid: str, text: str, minutes: int, user_id: str = "1001") -> records.MemoryRecord:
+    return records.MemoryRecord(
         id=f"00000000-0000-0000-0000-{int(mid[1:]):012d}",
         space=f"viewer:{user_id}",
-        kind=models.MemoryKind.PERSONAL,
+        kind=records.MemoryKind.PERSONAL,
         text=text,
         user_id=user_id,
         login="alice",

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory import errors, models, reducers
+from memory import errors, models
 from memory.adapters import ollama as ollama_adapter
+from memory.history import reducers
 from tests.fakes import ollama as fake_ollama_module
 
 if TYPE_CHECKING:

@@ -13,10 +13,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from config import settings as settings_module
-from memory import cache as cache_module
-from memory import embedders, identity, metrics, models, planner, profile, retrieval, sources
-from memory import spaces as spaces_module
+from memory import identity, metrics, models
+from memory.adapters import qdrant
 from memory.adapters import redis as redis_adapter
+from memory.consolidate import profile
+from memory.recall import cache as cache_module
+from memory.recall import planner, retrieval, sources
+from memory.spaces import embedders, records
 from tests.fakes import spaces as fake_spaces
 
 if TYPE_CHECKING:
@@ -479,11 +482,11 @@ def test_record_turn_metrics() -> None:
 # --- the whole path on real stores ---------------------------------------------------------------
 
 
-def personal(login: str, text: str, message_id: str, turn: str) -> models.MemoryRecord:
-    return models.MemoryRecord(
+def personal(login: str, text: str, message_id: str, turn: str) -> records.MemoryRecord:
+    return records.MemoryRecord(
         id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{turn}/{login}")),
         space=identity.personal_key(IDS[login]),
-        kind=models.MemoryKind.PERSONAL,
+        kind=records.MemoryKind.PERSONAL,
         text=text,
         user_id=IDS[login],
         login=login,
@@ -497,7 +500,7 @@ def personal(login: str, text: str, message_id: str, turn: str) -> models.Memory
 
 @pytest.fixture
 async def qdrant_spaces(tmp_path: Any) -> AsyncIterator[Any]:
-    opened = await spaces_module.open_spaces(
+    opened = await qdrant.open_spaces(
         plain_settings(), embedders.OfflineHashEmbedder(), location=":memory:"
     )
     async with opened:
@@ -559,10 +562,10 @@ async def test_lore_and_episodic_keep_only_hits_near_the_best() -> None:
     ]
     await store.upsert(
         [
-            models.MemoryRecord(
+            records.MemoryRecord(
                 id=str(uuid.uuid5(uuid.NAMESPACE_URL, text)),
                 space=identity.LORE_KEY,
-                kind=models.MemoryKind.LORE,
+                kind=records.MemoryKind.LORE,
                 text=text,
             )
             for text in texts
@@ -577,7 +580,7 @@ async def test_lore_and_episodic_keep_only_hits_near_the_best() -> None:
 # --- ablation switches (settings.memory; evaluation only) ---------------------------------------
 
 
-def in_space(space: str, login: str, text: str, message_id: str) -> models.MemoryRecord:
+def in_space(space: str, login: str, text: str, message_id: str) -> records.MemoryRecord:
     return dataclasses.replace(personal(login, text, message_id, message_id), space=space)
 
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bot import services as services_module
-from bot import session
-from memory import errors, identity, models, spaces
+from memory import errors, identity, models, session
+from memory import runtime as services_module
+from memory.adapters import qdrant
 
 if TYPE_CHECKING:
     from tests.conftest import SettingsFactory
@@ -56,13 +56,13 @@ async def test_forget_last_in_the_same_batch_forgets_the_statement_just_made(
 
 async def test_embedded_qdrant_in_use_is_a_clear_error(make_settings: SettingsFactory) -> None:
     settings = make_settings()
-    from memory import embedders
+    from memory.spaces import embedders
 
     embedder = embedders.OfflineHashEmbedder()
-    first = await spaces.open_spaces(settings, embedder)
+    first = await qdrant.open_spaces(settings, embedder)
     try:
         with pytest.raises(errors.StoreUnavailable, match="in use by another process"):
-            await spaces.open_spaces(settings, embedder)
+            await qdrant.open_spaces(settings, embedder)
     finally:
         await first.close()
 

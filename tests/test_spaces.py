@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-from memory import embedders, errors, identity, models, ports, spaces
+from memory import errors, identity, ports
 from memory.adapters import qdrant
+from memory.spaces import embedders, records
+from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
 from tests.fakes import spaces as fake_spaces
 
@@ -22,7 +24,7 @@ ALICE = identity.personal_key("1001")
 BOB = identity.personal_key("1002")
 STREAM = identity.episodic_key("s1")
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
-Kind = models.MemoryKind
+Kind = records.MemoryKind
 
 
 def settings(tmp_path: Path, **overrides: Any) -> IsolatedSettings:
@@ -33,7 +35,7 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-def record(space: str, text: str, **fields: Any) -> models.MemoryRecord:
+def record(space: str, text: str, **fields: Any) -> records.MemoryRecord:
     values: dict[str, Any] = {
         "id": new_id(),
         "space": space,
@@ -43,7 +45,7 @@ def record(space: str, text: str, **fields: Any) -> models.MemoryRecord:
         "created_at": T0,
     }
     values.update(fields)
-    return models.MemoryRecord(**values)
+    return records.MemoryRecord(**values)
 
 
 @pytest.fixture(params=["fake", "per_space", "shared"])
@@ -51,7 +53,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     if request.param == "fake":
         yield fake_spaces.InMemorySpaces()
         return
-    opened = await spaces.open_spaces(
+    opened = await qdrant.open_spaces(
         settings(tmp_path, qdrant={"layout": request.param}),
         embedders.OfflineHashEmbedder(),
         location=":memory:",
@@ -89,7 +91,7 @@ async def test_upsert_then_get_keeps_every_field(store: ports.MemorySpaces) -> N
 async def test_same_id_replaces(store: ports.MemorySpaces) -> None:
     first = record(ALICE, "I work as a plumber")
     await store.upsert([first])
-    second = models.MemoryRecord(**{**_fields(first), "text": "I work as a graphic designer"})
+    second = records.MemoryRecord(**{**_fields(first), "text": "I work as a graphic designer"})
     await store.upsert([second])
     assert await store.count(ALICE) == 1
     assert [r.text for r in await store.get(ALICE, [first.id])] == ["I work as a graphic designer"]
@@ -236,8 +238,8 @@ async def test_invalid_keys_and_ids_are_refused(store: ports.MemorySpaces) -> No
     assert await store.count(ALICE) == 0
 
 
-def _fields(r: models.MemoryRecord) -> dict[str, Any]:
-    return {f: getattr(r, f) for f in models.MemoryRecord.__dataclass_fields__}
+def _fields(r: records.MemoryRecord) -> dict[str, Any]:
+    return {f: getattr(r, f) for f in records.MemoryRecord.__dataclass_fields__}
 
 
 # -- Qdrant only -------------------------------------------------------------------------------
@@ -246,10 +248,10 @@ def _fields(r: models.MemoryRecord) -> dict[str, Any]:
 async def test_another_embedder_is_refused_when_opening(tmp_path: Path) -> None:
     client = AsyncQdrantClient(location=":memory:")
     cfg = settings(tmp_path)
-    async with await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
         await s.upsert([record(ALICE, "I moved to Turin")])
     with pytest.raises(errors.EmbedderMismatch) as caught:
-        await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(dim=256), client=client)
+        await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(dim=256), client=client)
     message = str(caught.value)
     assert "offline-hash-v1:384" in message
     assert "offline-hash-v1:256" in message
@@ -262,7 +264,7 @@ async def test_another_embedder_is_refused_when_opening(tmp_path: Path) -> None:
 async def test_a_collection_of_another_embedder_is_refused(tmp_path: Path) -> None:
     client = AsyncQdrantClient(location=":memory:")
     cfg = settings(tmp_path)
-    async with await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
         await s.upsert([record(ALICE, "I moved to Turin")])
     # skipping the manifest check (constructed directly): each collection is checked on first use
     other = embedders.OfflineHashEmbedder(dim=384)
@@ -278,16 +280,16 @@ async def test_a_collection_of_another_embedder_is_refused(tmp_path: Path) -> No
 async def test_persistent_local_mode_reopens_with_data(tmp_path: Path) -> None:
     cfg = settings(tmp_path)
     first = record(ALICE, "I moved to Turin")
-    async with await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         await s.upsert([first])
     assert (tmp_path / "data" / "qdrant").is_dir()
-    async with await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         assert await s.get(ALICE, [first.id]) == [first]
         assert (await s.search(ALICE, "Turin"))[0].record == first
     with pytest.raises(errors.EmbedderMismatch):
-        await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(dim=128))
+        await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(dim=128))
     # the failed open released the folder: it can be opened again
-    async with await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         assert await s.count(ALICE) == 1
 
 
@@ -298,7 +300,7 @@ async def test_collection_names_are_safe_and_distinct(tmp_path: Path) -> None:
     assert spaces.space_collection("lm", odd) != spaces.space_collection("lm", plain)
     assert "/" not in spaces.space_collection("lm", odd)
     path = str(tmp_path / "q")
-    async with await spaces.open_spaces(
+    async with await qdrant.open_spaces(
         settings(tmp_path), embedders.OfflineHashEmbedder(), location=path
     ) as s:
         await s.upsert([record(odd, "odd one"), record(plain, "plain one")])
@@ -309,7 +311,7 @@ async def test_collection_names_are_safe_and_distinct(tmp_path: Path) -> None:
 async def test_shared_layout_partitions_by_tenant(tmp_path: Path) -> None:
     client = AsyncQdrantClient(location=":memory:")
     cfg = settings(tmp_path, qdrant={"layout": "shared", "collection_prefix": "t1"})
-    async with await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
         for i in range(5):
             await s.upsert([record(identity.personal_key(str(i)), f"viewer {i} likes Turin")])
         await s.upsert([record(STREAM, "episode", kind=Kind.EPISODIC)])
@@ -327,8 +329,8 @@ async def test_a_space_dropped_by_another_process(tmp_path: Path, layout: str) -
     """The admin CLI drops a space while the bot holds the collection in its cache."""
     client = AsyncQdrantClient(location=":memory:")
     cfg = settings(tmp_path, qdrant={"layout": layout})
-    bot = await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client)
-    admin = await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client)
+    bot = await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client)
+    admin = await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client)
     first = record(ALICE, "I moved to Turin")
     await bot.upsert([first])
     assert len(await bot.search(ALICE, "Turin")) == 1
@@ -346,7 +348,7 @@ async def test_a_space_dropped_by_another_process(tmp_path: Path, layout: str) -
 async def test_unreachable_server_is_store_unavailable(tmp_path: Path) -> None:
     cfg = settings(tmp_path, qdrant_url="http://127.0.0.1:9", qdrant={"connect_attempts": 1})
     with pytest.raises(errors.StoreUnavailable, match="Qdrant"):
-        await spaces.open_spaces(cfg, embedders.OfflineHashEmbedder())
+        await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder())
 
 
 def test_fake_and_adapter_implement_the_whole_protocol() -> None:

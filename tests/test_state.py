@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memory import models, state, transcript
+from memory import models
+from memory.history import transcript
+from memory.state import channel as state
 
 if TYPE_CHECKING:
     from memory.adapters import postgres

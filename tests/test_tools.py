@@ -7,9 +7,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memory import models, pipeline, reducers, state, tools, transcript, working
+from memory import models, pipeline
 from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres
+from memory.history import reducers, transcript, working
+from memory.state import channel as state
+from memory.state import tools
 
 if TYPE_CHECKING:
     from tests.conftest import SettingsFactory

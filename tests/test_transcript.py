@@ -5,7 +5,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import jobs, models, transcript, working
+from memory import models
+from memory.consolidate import jobs
+from memory.history import transcript, working
 from tests.fakes import history as fake_history
 
 if TYPE_CHECKING:

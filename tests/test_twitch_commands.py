@@ -12,12 +12,13 @@ import pytest
 import twitchio
 from twitchio.models.eventsub_ import create_event_instance
 
-from bot import services as services_module
-from bot import session as session_module
-from bot.twitch import commands, memory_commands
 from bot.twitch.components import chat
 from config import settings as settings_module
 from memory import models
+from memory import runtime as services_module
+from memory import session as session_module
+from memory.ops import chat_operations as memory_commands
+from memory.ops import commands
 from tests.fakes import twitch as fake_twitch
 
 if TYPE_CHECKING:

@@ -18,8 +18,9 @@ import pytest
 import twitchio
 import twitchio.eventsub.websockets as tio_websockets
 
-from bot import services as services_module
-from bot.twitch import client, commands, credentials, deliveries, run, tokens
+from bot.twitch import client, credentials, deliveries, run, tokens
+from memory import runtime as services_module
+from memory.ops import commands
 from tests.fakes import twitch as fake_twitch
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bot import services as services_module
-from bot import session
+from memory import runtime as services_module
+from memory import session
 
 if TYPE_CHECKING:
     from tests.conftest import SettingsFactory

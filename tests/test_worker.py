@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import pytest
 
-from memory import errors, jobs, worker
+from memory import errors
 from memory.adapters import postgres
+from memory.consolidate import jobs, worker
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -228,7 +229,7 @@ async def test_unexpected_error_is_retried_and_logged_with_traceback(
     handler = Recorder()
     handler.failures["t1"] = [KeyError("oops")]
 
-    with caplog.at_level(logging.WARNING, logger="memory.worker"):
+    with caplog.at_level(logging.WARNING, logger="memory.consolidate.worker"):
         counts = await make_worker(db, settings, handler).run_until_empty()
 
     assert counts[worker.Outcome.RETRIED] == 1

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import types
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from memory import jobs, worker_cli
-from memory.adapters import postgres
+from memory import migrate
+from memory.consolidate import jobs, worker_cli
 from tests import cli
 
 if TYPE_CHECKING:
@@ -90,16 +89,12 @@ def test_until_empty_runs_the_handlers_of_the_services(
     @contextlib.asynccontextmanager
     async def lifespan(settings: Settings, *, role: str) -> AsyncIterator[Any]:
         roles.append(role)
-        async with postgres.open_database(settings) as db:
+        async with migrate.open_database(settings) as db:
             yield types.SimpleNamespace(db=db, job_handlers={KIND: handler})
 
-    # stands in for the composition root (bot/services.py) that owns the real handlers
-    fake = types.ModuleType("bot.services")
-    monkeypatch.setattr(fake, "lifespan", lifespan, raising=False)
-    import bot
-
-    monkeypatch.setitem(sys.modules, "bot.services", fake)
-    monkeypatch.setattr(bot, "services", fake, raising=False)
+    # stands in for the composition root (memory/runtime.py) that owns the real handlers
+    fake = types.SimpleNamespace(lifespan=lifespan)
+    monkeypatch.setattr(worker_cli, "runtime", fake)
 
     assert worker_cli.main(["--until-empty", "--concurrency", "2"], settings) == 0
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import models, ports, working
+from memory import models, ports
 from memory.adapters import redis as redis_adapter
+from memory.history import working
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

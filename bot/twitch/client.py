@@ -3,7 +3,7 @@
 
 Chat goes to an injected async sink (``on_chat``), the same one across reconnects. Memory commands
 are not TwitchIO commands: they travel with the chat (kind ``command``) and are answered per batch
-by ``bot.twitch.commands``. Tokens live in Postgres (``bot.twitch.tokens``), never in a file.
+by ``memory.ops.commands``. Tokens live in Postgres (``bot.twitch.tokens``), never in a file.
 """
 
 from __future__ import annotations

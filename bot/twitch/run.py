@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import twitchio
 
 from bot import errors as bot_errors
-from bot import services as services_module
-from bot import session as session_module
 from bot.twitch import client, credentials, deliveries, helix, tokens
+from memory import runtime as services_module
+from memory import session as session_module
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: the driver's types, for the modules that take a row, a connection or a pool (only adapters
+#: import the driver)
+Record = asyncpg.Record
+Connection = asyncpg.Connection
+Pool = asyncpg.Pool
+
 #: driver errors that mean "the server is not there (yet)"
 CONNECT_ERRORS = (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError)
 
@@ -101,10 +107,12 @@ async def connect_pool(dsn: str, settings: Settings) -> asyncpg.Pool:
 
 
 @contextlib.asynccontextmanager
-async def open_database(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Database]:
-    """Open the configured database (embedded when ``DATABASE_URL`` is unset), migrated."""
-    from memory import migrate as migrate_module
+async def open_database(settings: Settings) -> AsyncIterator[Database]:
+    """Open the configured database (embedded when ``DATABASE_URL`` is unset).
 
+    ``memory.migrate.open_database`` opens it migrated (what every process but the migration
+    command and the worker healthcheck wants).
+    """
     embedded = settings.database_url is None
     if embedded:
         # starting the bundled server is a one-time subprocess launch, not a client call
@@ -114,10 +122,7 @@ async def open_database(settings: Settings, *, migrate: bool = True) -> AsyncIte
         dsn = settings.database_url.get_secret_value()
     pool = await connect_pool(dsn, settings)
     try:
-        db = Database(pool=pool, dsn=dsn, embedded=embedded)
-        if migrate:
-            await migrate_module.apply(db)
-        yield db
+        yield Database(pool=pool, dsn=dsn, embedded=embedded)
     finally:
         await pool.close()
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from memory import models
-from memory import spaces as spaces_module
 from memory.adapters import qdrant_collections
+from memory.spaces import records as memory_records
+from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     import builtins
@@ -127,13 +127,13 @@ class QdrantSpaces:
 
     # -- writes --------------------------------------------------------------------------------
 
-    async def upsert(self, records: Sequence[models.MemoryRecord]) -> None:
+    async def upsert(self, records: Sequence[memory_records.MemoryRecord]) -> None:
         for record in records:
             spaces_module.validate_record(record)
         if not records:
             return
         vectors = await self.embedder.embed([r.text for r in records])
-        groups: dict[str, list[tuple[models.MemoryRecord, list[float]]]] = {}
+        groups: dict[str, list[tuple[memory_records.MemoryRecord, list[float]]]] = {}
         for record, vector in zip(records, vectors, strict=True):
             groups.setdefault(record.space, []).append((record, vector))
         for space, group in groups.items():
@@ -146,7 +146,7 @@ class QdrantSpaces:
                     await self._upsert_space(space, group)
 
     async def _upsert_space(
-        self, space: str, group: Sequence[tuple[models.MemoryRecord, list[float]]]
+        self, space: str, group: Sequence[tuple[memory_records.MemoryRecord, list[float]]]
     ) -> None:
         name = self.collection(space)
         await self._collections.ensure(name, space=space, create=True)
@@ -237,10 +237,12 @@ class QdrantSpaces:
         except qdrant_collections.CollectionGone:
             self._collections.forget(name)
 
-    async def get(self, space: str, ids: Sequence[str]) -> builtins.list[models.MemoryRecord]:
+    async def get(
+        self, space: str, ids: Sequence[str]
+    ) -> builtins.list[memory_records.MemoryRecord]:
         wanted = [i for i in dict.fromkeys(ids) if spaces_module.is_memory_id(i)]
 
-        async def get(name: str) -> builtins.list[models.MemoryRecord]:
+        async def get(name: str) -> builtins.list[memory_records.MemoryRecord]:
             points = await self.client.retrieve(name, ids=wanted, with_payload=True)
             by_id = {str(p.id): p.payload or {} for p in points}
             return [
@@ -254,9 +256,11 @@ class QdrantSpaces:
             return []
         return await self._read(space, "get", get, [])
 
-    async def list(self, space: str, *, limit: int = 1000) -> builtins.list[models.MemoryRecord]:
-        async def scroll(name: str) -> builtins.list[models.MemoryRecord]:
-            records: builtins.list[models.MemoryRecord] = []
+    async def list(
+        self, space: str, *, limit: int = 1000
+    ) -> builtins.list[memory_records.MemoryRecord]:
+        async def scroll(name: str) -> builtins.list[memory_records.MemoryRecord]:
+            records: builtins.list[memory_records.MemoryRecord] = []
             offset: Any = None
             while len(records) < limit:
                 points, offset = await self.client.scroll(
@@ -273,7 +277,7 @@ class QdrantSpaces:
 
         return await self._read(space, "list", scroll, [])
 
-    async def find(self, memory_id: str) -> models.MemoryRecord | None:
+    async def find(self, memory_id: str) -> memory_records.MemoryRecord | None:
         if not spaces_module.is_memory_id(memory_id):
             return None
         for name in await self._collections.managed():
@@ -309,8 +313,8 @@ class QdrantSpaces:
         query: str,
         *,
         limit: int = 5,
-        kinds: Collection[models.MemoryKind] | None = None,
-    ) -> builtins.list[models.MemoryHit]:
+        kinds: Collection[memory_records.MemoryKind] | None = None,
+    ) -> builtins.list[memory_records.MemoryHit]:
         """Dense search plus corrections and the lexical signal (see ``spaces.rank``).
 
         Per-space layout in local mode: an unfiltered search (~1 ms for 1k points); only when
@@ -318,7 +322,7 @@ class QdrantSpaces:
         for 1k points in local mode, where filters are checked in Python).
         """
 
-        async def search(name: str) -> builtins.list[models.MemoryHit]:
+        async def search(name: str) -> builtins.list[memory_records.MemoryHit]:
             [vector] = await self.embedder.embed([query])
             fetch = spaces_module.fetch_size(limit)
             scope = _scope(space, self.shared)
@@ -363,7 +367,7 @@ class QdrantSpaces:
 
     async def _corrections(
         self, name: str, space: str, candidates: Sequence[spaces_module.Candidate]
-    ) -> dict[str, models.MemoryRecord]:
+    ) -> dict[str, memory_records.MemoryRecord]:
         """The corrections named by the candidates' marks that still exist in ``space``."""
         wanted = {c.corrected_by for c in candidates if c.corrected_by}
         if not wanted:
@@ -377,3 +381,21 @@ class QdrantSpaces:
                 if record.space == space:
                     present[record.id] = record
         return present
+
+
+async def open_spaces(
+    settings: Settings,
+    embedder: ports.Embedder,
+    *,
+    location: str | None = None,
+    client: Any = None,
+) -> QdrantSpaces:
+    """Open the memory spaces on Qdrant; close them with ``await spaces.close()`` (or ``async with``).
+
+    ``location``: ``":memory:"`` (tests) or a folder for embedded local mode; default: the server
+    at ``settings.qdrant_url``, else embedded in ``<data_dir>/qdrant``. ``client``: an
+    ``AsyncQdrantClient`` owned by the caller (never closed here). Raises
+    ``errors.EmbedderMismatch`` when the stored vectors were made by another embedder and
+    ``errors.StoreUnavailable`` when the server cannot be reached.
+    """
+    return await QdrantSpaces.open(settings, embedder, location=location, client=client)

@@ -21,7 +21,7 @@ from qdrant_client import models as qm
 from qdrant_client.http import exceptions as qdrant_exceptions
 
 from memory import errors
-from memory import spaces as spaces_module
+from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

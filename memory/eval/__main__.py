@@ -149,7 +149,7 @@ async def _bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 
 
 def _embedder_name() -> str:
-    from memory import embedders
+    from memory.spaces import embedders
 
     return embedders.OfflineHashEmbedder().name
 

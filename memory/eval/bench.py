@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
+from memory.adapters import qdrant
 from memory.eval import harness, irc, metrics, synthetic, vocab
+from memory.spaces import records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -80,14 +82,14 @@ async def search_latency(
 ) -> dict[str, Any]:
     """Fill ``memories`` personal memories over ``viewers`` viewers, then time memory stages: the
     personal spaces of ``FAN_OUT`` random viewers searched concurrently (what the retriever does)."""
-    from memory import embedders, spaces
+    from memory.spaces import embedders
 
     rng = random.Random(seed)
     embedder = embedders.OfflineHashEmbedder()
     row: dict[str, Any] = {"layout": layout, "memories": memories, "viewers": viewers}
     with tempfile.TemporaryDirectory(prefix="livememory-bench-") as tmp:
         settings = harness.eval_settings(Path(tmp), overrides={"qdrant": {"layout": layout}})
-        store = await spaces.open_spaces(
+        store = await qdrant.open_spaces(
             settings, embedder, location=location or str(Path(tmp) / "qdrant")
         )
         try:
@@ -96,10 +98,10 @@ async def search_latency(
             now = datetime.now(UTC)
             for start in range(0, memories, UPSERT_BATCH):
                 records = [
-                    models.MemoryRecord(
+                    records.MemoryRecord(
                         id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
                         space=identity.personal_key(str(10_000_000 + i % viewers)),
-                        kind=models.MemoryKind.PERSONAL,
+                        kind=records.MemoryKind.PERSONAL,
                         text=texts[i],
                         user_id=str(10_000_000 + i % viewers),
                         origin_message_ids=(f"bench-{i}",),
@@ -149,8 +151,8 @@ async def latency_matrix(*, quick: bool, queries: int = 50) -> list[dict[str, An
 
 async def consolidation_throughput(*, viewers: int = 20, filler: int = 300) -> dict[str, Any]:
     """Replay a synthetic stream without consolidating, then time the consolidation of every turn."""
-    from bot import services as services_module
-    from bot import session
+    from memory import runtime as services_module
+    from memory import session
 
     stream = synthetic.generate(seed=3, viewers=viewers, filler=filler)
     chat = [e for e in stream.events if not e.text.startswith("!")]
@@ -194,8 +196,8 @@ async def replay_throughput(
 
 
 async def _paced(events: Sequence[models.ChatEvent], speedup: float) -> dict[str, Any]:
-    from bot import services as services_module
-    from bot import session
+    from memory import runtime as services_module
+    from memory import session
 
     stages: dict[str, list[float]] = {
         "ingest": [],

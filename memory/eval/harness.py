@@ -1,8 +1,8 @@
 """Replay a stream through the system, probe it, and score the turn reports.
 
 A ``Case`` is a replayable data set (events in time order, probes with gold evidence, the author of
-every message). ``run_full`` replays it through the real system in-process — ``bot.services.lifespan``
-with ``no_llm=True`` and ``bot.session.Replay`` with synchronous consolidation, exactly what
+every message). ``run_full`` replays it through the real system in-process — ``memory.runtime.lifespan``
+with ``no_llm=True`` and ``memory.session.Replay`` with synchronous consolidation, exactly what
 ``python -m bot replay FILE --json --no-llm --sync-consolidation`` does — on embedded defaults in a
 temporary data folder and the offline embedder. ``run_naive`` replays it through the naive reference
 design. ``score`` turns the reports into metrics (``memory.eval.metrics``).
@@ -148,7 +148,7 @@ def eval_settings(
 
 
 def write_lore(directory: Path, lore: Sequence[tuple[str, str, str]]) -> Path:
-    """Write the case's lore as a lore folder (``memory.lore``'s markdown format); returns it."""
+    """Write the case's lore as a lore folder (``memory.spaces.lore``'s markdown format); returns it."""
     directory.mkdir(parents=True, exist_ok=True)
     sections = [
         f"## {lore_id.removeprefix('lore-').capitalize()}\n{text}\n" for lore_id, text, _ in lore
@@ -161,7 +161,7 @@ def write_lore(directory: Path, lore: Sequence[tuple[str, str, str]]) -> Path:
 
 async def _load_lore(services: Any, directory: Path) -> bool:
     """Load the lore folder into the lore space; False when the services expose no memory spaces."""
-    from memory import lore
+    from memory.spaces import lore
 
     spaces = getattr(services, "spaces", None) or (services.extras or {}).get("spaces")
     if spaces is None:
@@ -172,8 +172,8 @@ async def _load_lore(services: Any, directory: Path) -> bool:
 
 async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
     """Replay ``case`` through the real system (``--no-llm``, synchronous consolidation)."""
-    from bot import services as services_module
-    from bot import session
+    from memory import runtime as services_module
+    from memory import session
 
     reports: list[models.TurnReport] = []
 

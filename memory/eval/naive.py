@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memory import batcher as batcher_module
-from memory import embedders, models
+from memory import models
+from memory.history import batcher as batcher_module
+from memory.spaces import embedders
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot import session, transcript_file
-from memory import models, reducers
+from memory import models, session
 from memory.eval import REPO_ROOT, harness
+from memory.history import reducers, transcript_file
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -86,7 +86,7 @@ async def replay_with(
         if report.command is None:
             reports.append(report)
 
-    from bot import services as services_module
+    from memory import runtime as services_module
 
     async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
         if reducer == "summarizing":

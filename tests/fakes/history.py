@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from memory import working
+from memory.history import working
 
 InProcess = working.InProcessHistory

@@ -1,6 +1,6 @@
 """An in-memory ``ports.MemorySpaces`` for unit tests.
 
-Same rules as the Qdrant adapter (``memory.spaces``: key and id validation, correction marks,
+Same rules as the Qdrant adapter (``memory.spaces.store``: key and id validation, correction marks,
 ranking with the lexical signal), checked by the contract tests in ``tests/test_spaces.py``, which
 run over this fake and both Qdrant layouts. Vectors come from the given embedder (default: the
 offline hashing embedder), so search results are real similarity results.
@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memory import embedders
-from memory import spaces as spaces_module
+from memory.spaces import embedders, records
+from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Collection, Sequence
 
-    from memory import models, ports
+    from memory import ports
 
 
 @dataclasses.dataclass(slots=True)
 class _Point:
-    record: models.MemoryRecord
+    record: records.MemoryRecord
     vector: np.ndarray
     corrected_by: str | None = None
 
@@ -46,7 +46,7 @@ class InMemorySpaces:
     async def close(self) -> None:
         return None
 
-    async def upsert(self, records: Sequence[models.MemoryRecord]) -> None:
+    async def upsert(self, records: Sequence[records.MemoryRecord]) -> None:
         for record in records:
             spaces_module.validate_record(record)
         self.upserts += 1
@@ -70,8 +70,8 @@ class InMemorySpaces:
         query: str,
         *,
         limit: int = 5,
-        kinds: Collection[models.MemoryKind] | None = None,
-    ) -> builtins.list[models.MemoryHit]:
+        kinds: Collection[records.MemoryKind] | None = None,
+    ) -> builtins.list[records.MemoryHit]:
         spaces_module.space_kind(space)
         points = self._spaces.get(space, {})
         if limit <= 0 or not points:
@@ -100,12 +100,12 @@ class InMemorySpaces:
         }
         return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
 
-    async def get(self, space: str, ids: Sequence[str]) -> builtins.list[models.MemoryRecord]:
+    async def get(self, space: str, ids: Sequence[str]) -> builtins.list[records.MemoryRecord]:
         spaces_module.space_kind(space)
         points = self._spaces.get(space, {})
         return [points[i].record for i in dict.fromkeys(ids) if i in points]
 
-    async def list(self, space: str, *, limit: int = 1000) -> builtins.list[models.MemoryRecord]:
+    async def list(self, space: str, *, limit: int = 1000) -> builtins.list[records.MemoryRecord]:
         spaces_module.space_kind(space)
         records = sorted(
             (p.record for p in self._spaces.get(space, {}).values()),
@@ -113,7 +113,7 @@ class InMemorySpaces:
         )
         return records[:limit]
 
-    async def find(self, memory_id: str) -> models.MemoryRecord | None:
+    async def find(self, memory_id: str) -> records.MemoryRecord | None:
         for points in self._spaces.values():
             if memory_id in points:
                 return points[memory_id].record

@@ -1,0 +1,406 @@
+"""Consolidation: a finished turn becomes memory (the ``consolidate_turn`` job handler).
+
+Split by author. A viewer's personal space (``identity.personal_key(user_id)``) receives only that
+viewer's own chat messages that pass the noise filter (``memory.consolidate.noise``) — never the bot's reply,
+other viewers' messages, known bot accounts, commands or platform events — and the viewer's profile is
+updated from them. The stream's episodic space (``identity.episodic_key(stream)``) receives one
+document per turn: the public messages (``login: text``), participants, timestamps and the bot's reply
+(``extra["reply"]``). Consolidation never writes the lore space.
+
+Skipped: paused streams (nothing written), forgotten turns, forgotten memories, a forgotten viewer's
+messages up to the time they were forgotten, redacted messages, and the viewers the turn's ingestion
+barrier excludes (no personal memory, no profile update; the episodic record stays).
+
+Idempotent: point ids are uuid5 of turn id + author + kind (+ message id, or a fact's normalized
+text), so a retried job replaces the same points. With ``settings.ollama.extract_facts`` and a chat
+model, a viewer's kept statements are also condensed into ``FACT`` memories (``memory.consolidate.facts``); the
+raw memories stay either way. A re-run whose extraction answers replaces the turn's earlier facts.
+
+Forget and correct win over a running consolidation: the writes run under the authors' viewer locks
+(``memory.consolidate.viewer_lock``) after the tombstones are read again, and a tombstoned raw memory, fact or
+episode — or a fact condensed from a forgotten statement — is never written back.
+
+Ablations (``settings.memory``, evaluation only): ``use_episodic``/``use_profile=False`` write no
+episode / update no profile; ``attribution_split=False`` writes every kept message, with its author's
+user id, to one shared space (``identity.SHARED_PERSONAL_KEY``), which forget/correct do not reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from memory import errors, identity, models, sql
+from memory.adapters import postgres
+from memory.consolidate import barrier, documents, facts, noise, viewer_lock
+from memory.consolidate import profile as profile_module
+from memory.history import transcript
+from memory.spaces import records as memory_records
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from datetime import datetime
+
+    from config.settings import Settings
+    from memory import ports
+    from memory.consolidate import jobs
+
+logger = logging.getLogger(__name__)
+
+#: the job kind this module handles
+JOB_KIND = "consolidate_turn"
+#: at most this many memories are listed from one space to find a turn's earlier facts
+LIST_LIMIT = 100_000
+
+
+class BarrierSource(Protocol):
+    """Which viewers a turn's ingestion barrier keeps out of personal memory."""
+
+    async def excluded(self, turn_id: str) -> barrier.BarrierDecision: ...
+
+
+class NoBarrier:
+    """No barrier: every eligible viewer is ingested."""
+
+    async def excluded(self, turn_id: str) -> barrier.BarrierDecision:
+        return barrier.NO_BARRIER
+
+
+class StateBarrier:
+    """The barrier recorded by the tool runner (issue 6) in ``turn_barriers``."""
+
+    def __init__(self, db: postgres.Database) -> None:
+        self.db = db
+
+    async def excluded(self, turn_id: str) -> barrier.BarrierDecision:
+        return await barrier.barrier_for_turn(self.db, turn_id)
+
+
+class CacheInvalidator(Protocol):
+    """Drops what the retrieval caches hold about a viewer (the retriever implements it).
+
+    An invalidator may also have ``async invalidate_kind(kind)`` (``episodic``, ``lore``): it is
+    called when present (``operations.invalidate_kind``), so older invalidators keep working."""
+
+    async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> object: ...
+
+
+class NoCache:
+    async def invalidate_viewer(self, user_id: str, *, everywhere: bool = False) -> None:
+        return None
+
+    async def invalidate_kind(self, kind: str) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Result:
+    """What consolidating one turn did."""
+
+    turn_id: str
+    stream: str
+    #: personal memories written (raw statements)
+    personal: int = 0
+    #: condensed facts written
+    facts: int = 0
+    #: episodic documents written (0 or 1)
+    episodic: int = 0
+    #: user ids whose personal space or profile changed
+    viewers: tuple[str, ...] = ()
+    #: message id → why it did not become a personal memory
+    dropped: Mapping[str, str] = field(default_factory=dict)
+    #: why the whole turn was skipped (``paused``, ``forgotten``), else None
+    skipped: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Draft:
+    """A turn's personal memories and episode once the forgotten parts are left out."""
+
+    personal: list[memory_records.MemoryRecord]
+    dropped: dict[str, str]
+    episode: memory_records.MemoryRecord | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    event: models.ChatEvent
+    redacted: bool
+
+
+def _event(row: postgres.Record) -> _Message:
+    return _Message(event=transcript.event_from_row(row), redacted=bool(row["redacted"]))
+
+
+def bot_logins(settings: Settings) -> frozenset[str]:
+    """Normalized logins whose messages never become memory: known bots and the bot itself."""
+    names = [*settings.memory.known_bots, settings.bot_name]
+    return frozenset(identity.normalize_login(name) for name in names if name)
+
+
+class Consolidator:
+    """Turns a finished turn into personal memories, profile facts and an episodic document."""
+
+    def __init__(
+        self,
+        db: postgres.Database,
+        spaces: ports.MemorySpaces,
+        settings: Settings,
+        *,
+        profiles: profile_module.ProfileStore | None = None,
+        barrier_source: BarrierSource | None = None,
+        invalidator: CacheInvalidator | None = None,
+        model: ports.ChatModel | None = None,
+    ) -> None:
+        self.db = db
+        self.spaces = spaces
+        self.settings = settings
+        self.profiles = profiles or profile_module.ProfileStore(db)
+        self.barrier = barrier_source or NoBarrier()
+        self.invalidator = invalidator or NoCache()
+        self.model = model if settings.ollama.extract_facts else None
+        self.bots = bot_logins(settings)
+        self.bot_ids = frozenset(filter(None, [settings.twitch.bot_id]))
+
+    def is_bot(self, event: models.ChatEvent) -> bool:
+        return event.user_id in self.bot_ids or identity.normalize_login(event.login) in self.bots
+
+    async def consolidate(self, turn_id: str) -> Result:
+        """Consolidate one turn; safe to run again (same ids, no duplicates).
+
+        The slow part (barrier, fact extraction) runs unlocked; the writes run under the authors'
+        viewer locks (``memory.consolidate.viewer_lock``) after the tombstones are read again, so a forget or
+        correct that ran meanwhile is never undone."""
+        with postgres.wrap_errors("read turn"):
+            turn = await self.db.pool.fetchrow(sql.queries["transcript_get_turn"], turn_id)
+            if turn is None:
+                raise errors.JobValidationError(f"unknown turn {turn_id!r}", turn_id=turn_id)
+            stream = turn["stream"]
+            if await self.db.pool.fetchval(sql.queries["memory_stream_paused"], stream):
+                logger.info("stream %s is paused: turn %s not consolidated", stream, turn_id)
+                return Result(turn_id=turn_id, stream=stream, skipped="paused")
+            rows = await self.db.pool.fetch(
+                sql.queries["memory_turn_messages"], list(turn["message_ids"])
+            )
+        messages = [_event(row) for row in rows]
+        tombstones = await self._tombstones(self.db.pool, turn_id, messages)
+        if ("turn", turn_id) in tombstones:
+            return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
+        decision = await self.barrier.excluded(turn_id)
+        draft = self._draft(turn_id, turn, messages, tombstones, decision)
+        condensed, refreshed = await self._facts(turn_id, draft.personal)
+        async with viewer_lock.hold(self.db, {m.event.user_id for m in messages}) as conn:
+            tombstones = await self._tombstones(conn, turn_id, messages, condensed)
+            if ("turn", turn_id) in tombstones:
+                return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
+            draft = self._draft(turn_id, turn, messages, tombstones, decision)
+            forgotten = {target for kind, target in tombstones if kind == "memory"}
+            condensed = facts.live(condensed, draft.personal, forgotten)
+            await self._write(turn_id, draft, condensed, refreshed)
+        personal, episode = draft.personal, draft.episode
+        viewers = tuple(sorted({r.user_id for r in [*personal, *condensed] if r.user_id}))
+        for user_id in viewers:
+            await self.invalidator.invalidate_viewer(user_id)
+        result = Result(
+            turn_id=turn_id,
+            stream=stream,
+            personal=len(personal),
+            facts=len(condensed),
+            episodic=1 if episode else 0,
+            viewers=viewers,
+            dropped=draft.dropped,
+        )
+        logger.info(
+            "turn %s consolidated: %d personal, %d facts, %d episodic, %d dropped",
+            turn_id,
+            result.personal,
+            result.facts,
+            result.episodic,
+            len(draft.dropped),
+            extra={"action": "consolidated"},
+        )
+        return result
+
+    def _draft(
+        self,
+        turn_id: str,
+        turn: postgres.Record,
+        messages: Sequence[_Message],
+        tombstones: Mapping[tuple[str, str], datetime | None],
+        decision: barrier.BarrierDecision,
+    ) -> _Draft:
+        """What the turn gives, minus everything forgotten (redacted, tombstoned)."""
+        public = [
+            m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
+        ]
+        personal, dropped = self._personal(turn_id, public, decision)
+        personal = [r for r in personal if ("memory", r.id) not in tombstones]
+        episode = None
+        if self.settings.memory.use_episodic:
+            episode = self._episode(
+                turn_id, turn["stream"], public, turn["reply"], turn["reply_ts"]
+            )
+        if episode is not None and ("memory", episode.id) in tombstones:
+            episode = None
+        return _Draft(personal=personal, dropped=dropped, episode=episode)
+
+    async def _write(
+        self,
+        turn_id: str,
+        draft: _Draft,
+        condensed: Sequence[memory_records.MemoryRecord],
+        refreshed: Sequence[str],
+    ) -> None:
+        """Upsert the turn's memories and profile facts (called under the viewer locks)."""
+        await self._drop_stale_facts(turn_id, draft.personal, condensed, refreshed)
+        records = [*draft.personal, *condensed, *([draft.episode] if draft.episode else [])]
+        if records:
+            await self.spaces.upsert(records)
+        if self.settings.memory.use_profile:
+            await self.profiles.apply_memories(draft.personal)
+
+    async def _drop_stale_facts(
+        self,
+        turn_id: str,
+        personal: Sequence[memory_records.MemoryRecord],
+        condensed: Sequence[memory_records.MemoryRecord],
+        refreshed: Sequence[str],
+    ) -> None:
+        """On a re-run, delete the turn's facts of ``refreshed`` viewers this run did not state."""
+        keep = {r.id for r in condensed}
+        for user_id in refreshed:
+            space = self._space(user_id)
+            own = [r.id for r in personal if r.user_id == user_id]
+            if not own or not await self.spaces.get(space, own):
+                continue  # first run for this viewer: no earlier facts
+            stale = [
+                r.id
+                for r in await self.spaces.list(space, limit=LIST_LIMIT)
+                if r.kind is memory_records.MemoryKind.FACT
+                and r.turn_id == turn_id
+                and r.user_id == user_id
+                and r.id not in keep
+            ]
+            if stale:
+                await self.spaces.delete(space, stale)
+
+    async def _tombstones(
+        self,
+        conn: postgres.Pool | postgres.Connection,
+        turn_id: str,
+        messages: Sequence[_Message],
+        condensed: Sequence[memory_records.MemoryRecord] = (),
+    ) -> dict[tuple[str, str], datetime | None]:
+        events = [m.event for m in messages]
+        ids = [
+            documents.point_id(turn_id, e.user_id, memory_records.MemoryKind.PERSONAL, e.id)
+            for e in events
+        ]
+        ids += [
+            documents.point_id(turn_id, "stream", memory_records.MemoryKind.EPISODIC),
+            *(r.id for r in condensed),
+        ]
+        with postgres.wrap_errors("read tombstones"):
+            rows = await conn.fetch(
+                sql.queries["memory_tombstones_for_turn"],
+                turn_id,
+                ids,
+                sorted({e.user_id for e in events}),
+            )
+        return {(row["kind"], row["target"]): row["until_ts"] for row in rows}
+
+    @staticmethod
+    def _forgotten(
+        message: _Message, tombstones: Mapping[tuple[str, str], datetime | None]
+    ) -> bool:
+        key = ("viewer", message.event.user_id)
+        if key not in tombstones:
+            return False
+        until = tombstones[key]
+        return until is None or message.event.ts <= until
+
+    def _personal(
+        self,
+        turn_id: str,
+        events: Sequence[models.ChatEvent],
+        decision: barrier.BarrierDecision,
+    ) -> tuple[list[memory_records.MemoryRecord], dict[str, str]]:
+        records: list[memory_records.MemoryRecord] = []
+        dropped: dict[str, str] = {}
+        for event in events:
+            reason = self._ineligible(event, decision)
+            if reason is None:
+                verdict = noise.classify(event.text, bot_names=(self.settings.bot_name,))
+                reason = None if verdict.keep else verdict.reason
+            if reason is not None:
+                dropped[event.id] = reason
+                continue
+            record = documents.personal_record(turn_id, event)
+            records.append(dataclasses.replace(record, space=self._space(event.user_id)))
+        return records, dropped
+
+    def _space(self, user_id: str) -> str:
+        split = self.settings.memory.attribution_split
+        return identity.personal_space_key(user_id, attribution_split=split)
+
+    def _ineligible(self, event: models.ChatEvent, decision: barrier.BarrierDecision) -> str | None:
+        if event.kind is models.EventKind.EVENT:
+            return "platform_event"
+        if event.is_command or event.text.lstrip().startswith("!"):
+            return noise.COMMAND
+        if self.is_bot(event):
+            return "bot"
+        if decision.excludes(event.user_id):
+            return "barrier"
+        return None
+
+    def _episode(
+        self,
+        turn_id: str,
+        stream: str,
+        events: Sequence[models.ChatEvent],
+        reply: str | None,
+        reply_ts: datetime | None,
+    ) -> memory_records.MemoryRecord | None:
+        shown = [
+            e
+            for e in events
+            if not e.is_command and not e.text.lstrip().startswith("!") and not self.is_bot(e)
+        ]
+        if not shown:
+            return None
+        return documents.episode_record(turn_id, stream, shown, reply=reply, reply_ts=reply_ts)
+
+    async def _facts(
+        self, turn_id: str, personal: Sequence[memory_records.MemoryRecord]
+    ) -> tuple[list[memory_records.MemoryRecord], list[str]]:
+        """The condensed facts, and the viewers whose extraction answered (their facts of this
+        turn are replaced by this answer; a failed extraction keeps the earlier ones)."""
+        if self.model is None or not personal:
+            return [], []
+        condensed: list[memory_records.MemoryRecord] = []
+        refreshed: list[str] = []
+        for user_id in sorted({r.user_id for r in personal if r.user_id}):
+            own = [r for r in personal if r.user_id == user_id]
+            found = await facts.condense(self.model, turn_id, own)
+            if found is not None:
+                condensed.extend(found)
+                refreshed.append(user_id)
+        return condensed, refreshed
+
+
+def make_handler(consolidator: Consolidator) -> Callable[[jobs.Job], Awaitable[None]]:
+    """The ``consolidate_turn`` job handler: ``payload == {"turn_id": ..., "stream": ...}``."""
+
+    async def handle(job: jobs.Job) -> None:
+        payload = job.payload
+        turn_id = payload.get("turn_id") if isinstance(payload, dict) else None
+        if not isinstance(turn_id, str) or not turn_id:
+            raise errors.JobValidationError(
+                f"consolidate_turn payload without a turn id: {payload!r}"
+            )
+        await consolidator.consolidate(turn_id)
+
+    return handle

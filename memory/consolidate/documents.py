@@ -1,0 +1,93 @@
+"""The memory documents a turn makes: a viewer's own statement, and the turn's public episode.
+
+Point ids are uuid5 of turn id + author + kind (+ message id, or a fact's normalized text), so a
+retried consolidation replaces the same points instead of adding duplicates.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from memory import identity, models
+from memory.spaces import records
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from datetime import datetime
+
+#: namespace of memory point ids
+POINT_NAMESPACE = uuid.UUID("5b0f2f4e-63a4-4f53-9a52-6d656d6f7279")
+
+
+def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
+    """The deterministic id of a memory: uuid5 of turn id + author + kind (+ message id or part)."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{turn_id}\x1f{author}\x1f{kind}\x1f{part}"))
+
+
+def personal_record(turn_id: str, event: models.ChatEvent) -> records.MemoryRecord:
+    """A viewer's own statement as a personal memory, with its provenance."""
+    return records.MemoryRecord(
+        id=point_id(turn_id, event.user_id, records.MemoryKind.PERSONAL, event.id),
+        space=identity.personal_key(event.user_id),
+        kind=records.MemoryKind.PERSONAL,
+        text=event.text,
+        user_id=event.user_id,
+        login=identity.normalize_login(event.login),
+        stream=event.stream,
+        turn_id=turn_id,
+        origin_message_ids=(event.id,),
+        participants=(event.user_id,),
+        first_ts=event.ts,
+        last_ts=event.ts,
+    )
+
+
+def episode_line(message: Mapping[str, Any]) -> str:
+    if message.get("kind") == models.EventKind.EVENT.value:
+        return f"{message['login']} [{message.get('event') or 'event'}]: {message['text']}".rstrip()
+    return f"{message['login']}: {message['text']}"
+
+
+def episode_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    return "\n".join(episode_line(m) for m in messages)
+
+
+def episode_record(
+    turn_id: str,
+    stream: str,
+    events: Sequence[models.ChatEvent],
+    *,
+    reply: str | None,
+    reply_ts: datetime | None,
+) -> records.MemoryRecord:
+    """The public record of one turn: its messages, participants, timestamps and the bot's reply."""
+    messages = [
+        {
+            "id": e.id,
+            "user_id": e.user_id,
+            "login": identity.normalize_login(e.login),
+            "text": e.text,
+            "ts": e.ts.isoformat(),
+            "kind": e.kind.value,
+            "event": e.event,
+        }
+        for e in events
+    ]
+    return records.MemoryRecord(
+        id=point_id(turn_id, "stream", records.MemoryKind.EPISODIC),
+        space=identity.episodic_key(stream),
+        kind=records.MemoryKind.EPISODIC,
+        text=episode_text(messages),
+        stream=stream,
+        turn_id=turn_id,
+        origin_message_ids=tuple(e.id for e in events),
+        participants=tuple(dict.fromkeys(e.user_id for e in events)),
+        first_ts=events[0].ts,
+        last_ts=events[-1].ts,
+        extra={
+            "reply": reply,
+            "reply_ts": reply_ts.isoformat() if reply_ts else None,
+            "messages": messages,
+        },
+    )

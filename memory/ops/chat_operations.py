@@ -1,0 +1,92 @@
+"""The chat commands over ``memory.ops.operations.Operations`` (the same operations as
+``python -m memory.admin``: audit row with the actor, cache invalidation, tombstones).
+
+``build(settings, ops)`` is what ``memory.runtime`` wires as ``Services.commands``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memory import errors
+from memory.ops import commands
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+    from memory.ops import operations
+    from memory.spaces import records
+
+#: a memory id may be given by its first characters (the ``!memory`` summary shows this many)
+SHORT_ID = 6
+#: memories listed by ``!memory``, newest first
+SUMMARY_ITEMS = 5
+
+
+class OperationsCommands:
+    """``commands.MemoryCommands`` implemented with ``Operations``; every change is owner-checked."""
+
+    def __init__(self, ops: operations.Operations, settings: Settings) -> None:
+        self.ops = ops
+        self.lore_dir = settings.lore_dir
+
+    async def find_viewer(self, login: str) -> str | None:
+        try:
+            return (await self.ops.resolve_viewer(login)).user_id
+        except errors.UnknownViewer:
+            return None
+
+    async def _own(self, user_id: str) -> list[records.MemoryRecord]:
+        """The viewer's personal memories, newest first."""
+        records = await self.ops.inspect(user_id)
+        return sorted(records, key=lambda r: (r.last_ts or r.created_at, r.id), reverse=True)
+
+    async def _memory_id(self, user_id: str, memory_id: str) -> str:
+        """A full id from an id or an unambiguous prefix of one of the viewer's memories."""
+        if len(memory_id) < SHORT_ID:
+            return memory_id
+        matches = [r.id for r in await self._own(user_id) if r.id.startswith(memory_id)]
+        return matches[0] if len(matches) == 1 else memory_id
+
+    async def forget_last(self, actor: str, user_id: str, stream: str) -> int:
+        """Forget the viewer's memories from their latest consolidated turn (this stream first)."""
+        records = await self._own(user_id)
+        latest = next((r for r in records if r.stream == stream), records[0] if records else None)
+        if latest is None:
+            return 0
+        same_turn = (
+            [r for r in records if r.turn_id == latest.turn_id] if latest.turn_id else [latest]
+        )
+        for record in same_turn:
+            await self.ops.forget_memory(record.id, actor=actor, owner=user_id)
+        return len(same_turn)
+
+    async def forget_memory(self, actor: str, user_id: str, memory_id: str) -> int:
+        full = await self._memory_id(user_id, memory_id)
+        await self.ops.forget_memory(full, actor=actor, owner=user_id)
+        return 1
+
+    async def forget_viewer(self, actor: str, user_id: str) -> int:
+        report = await self.ops.forget_viewer(user_id, actor=actor)
+        return report.memories
+
+    async def correct(self, actor: str, user_id: str, memory_id: str, text: str) -> None:
+        full = await self._memory_id(user_id, memory_id)
+        await self.ops.correct(full, text, actor=actor, owner=user_id)
+
+    async def summary(self, user_id: str) -> str:
+        records = (await self._own(user_id))[:SUMMARY_ITEMS]
+        return "; ".join(f"{r.text} [{r.id[:SHORT_ID]}]" for r in records)
+
+    async def reload_lore(self, actor: str) -> int:
+        return await self.ops.load_lore(self.lore_dir, actor=actor)
+
+    async def pause(self, actor: str, stream: str) -> None:
+        await self.ops.pause(stream, actor=actor)
+
+    async def resume(self, actor: str, stream: str) -> None:
+        await self.ops.resume(stream, actor=actor)
+
+
+def build(settings: Settings, ops: operations.Operations) -> commands.CommandHandler:
+    """The command handler of ``python -m bot run`` (``memory.ports.CommandHandler``)."""
+    return commands.CommandHandler(OperationsCommands(ops, settings), settings.twitch)

@@ -1,0 +1,386 @@
+"""Inspect, export, forget and correct memories; pause memory writing; every change audited.
+
+These are the operations the admin CLI (``python -m memory.admin``) and the chat commands (issue 5)
+call, with an ``actor`` naming who acts (``admin:cli``, ``twitch:<login>``). Authorisation is the
+caller's job; ``owner=`` lets a chat command restrict an operation to the viewer's own memories.
+
+Every change writes a ``memory_audit`` row and calls the cache-invalidation hook for each viewer
+involved. What was forgotten is tombstoned so a retried or replayed consolidation does not bring it
+back. Unknown viewers, memories and turns raise ``errors.UnknownViewer`` / ``UnknownMemory`` /
+``UnknownTurn`` before anything changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memory import errors, identity, models, sql
+from memory.adapters import postgres
+from memory.consolidate import consolidation, documents, viewer_lock
+from memory.consolidate import profile as profile_module
+from memory.spaces import lore, records
+from memory.spaces import store as spaces
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+    from memory import ports
+
+logger = logging.getLogger(__name__)
+
+#: kinds a viewer's personal space holds
+PERSONAL_KINDS = frozenset(
+    {records.MemoryKind.PERSONAL, records.MemoryKind.FACT, records.MemoryKind.CORRECTION}
+)
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Viewer:
+    user_id: str
+    login: str
+    display_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForgetReport:
+    """What ``forget_viewer`` removed."""
+
+    user_id: str
+    memories: int
+    profile_facts: int
+    #: episodic documents rewritten / deleted (``everywhere`` only)
+    episodes_redacted: int = 0
+    episodes_deleted: int = 0
+    #: transcript messages newly redacted (``everywhere`` only)
+    messages_redacted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "memories": self.memories,
+            "profile_facts": self.profile_facts,
+            "episodes_redacted": self.episodes_redacted,
+            "episodes_deleted": self.episodes_deleted,
+            "messages_redacted": self.messages_redacted,
+        }
+
+
+def record_json(record: records.MemoryRecord) -> dict[str, Any]:
+    """A memory with its provenance, JSON-ready (``inspect --json``, ``export``)."""
+    data = spaces.to_payload(record)
+    del data["schema"]  # a storage detail
+    return data
+
+
+class Operations:
+    """The memory operations, over Postgres (profiles, audit, tombstones) and the memory spaces."""
+
+    def __init__(
+        self,
+        db: postgres.Database,
+        spaces: ports.MemorySpaces,
+        *,
+        invalidator: consolidation.CacheInvalidator | None = None,
+        profiles: profile_module.ProfileStore | None = None,
+    ) -> None:
+        self.db = db
+        self.spaces = spaces
+        self.invalidator = invalidator or consolidation.NoCache()
+        self.profiles = profiles or profile_module.ProfileStore(db)
+
+    # -- reading ---------------------------------------------------------------------------
+    async def resolve_viewer(self, login_or_id: str) -> Viewer:
+        """A viewer by login (normalized) or, failing that, by user id."""
+        with postgres.wrap_errors("read viewer"):
+            row = await self.db.pool.fetchrow(
+                sql.queries["memory_viewer_by_login"], identity.normalize_login(login_or_id)
+            ) or await self.db.pool.fetchrow(sql.queries["memory_viewer_by_id"], login_or_id)
+        if row is None:
+            raise errors.UnknownViewer(f"unknown viewer {login_or_id!r}", viewer=login_or_id)
+        return Viewer(user_id=row["user_id"], login=row["login"], display_name=row["display_name"])
+
+    async def inspect(self, user_id: str) -> list[records.MemoryRecord]:
+        """A viewer's personal memories (oldest first)."""
+        records = await self.spaces.list(identity.personal_key(user_id))
+        return sorted(records, key=lambda r: (r.first_ts or r.created_at, r.id))
+
+    async def export(self, viewer: Viewer) -> dict[str, Any]:
+        """Everything held about a viewer: personal memories, profile, episodes they took part in."""
+        memories = await self.inspect(viewer.user_id)
+        profile = await self.profiles.get(viewer.user_id)
+        episodes = [record_json(r) for r in await self._episodes_with(viewer.user_id)]
+        return {
+            "viewer": {
+                "user_id": viewer.user_id,
+                "login": viewer.login,
+                "display_name": viewer.display_name,
+            },
+            "memories": [record_json(r) for r in memories],
+            "profile": profile.to_json() if profile else None,
+            "episodes": episodes,
+        }
+
+    async def find(self, memory_id: str, *, owner: str | None = None) -> records.MemoryRecord:
+        """A memory by id (``owner``: it must be that viewer's); ``errors.UnknownMemory`` else."""
+        record = await self.spaces.find(memory_id)
+        if record is None or (owner is not None and record.user_id != owner):
+            raise errors.UnknownMemory(f"unknown memory {memory_id!r}", memory_id=memory_id)
+        return record
+
+    async def search_own(
+        self, user_id: str, text: str, *, limit: int = 3
+    ) -> list[records.MemoryHit]:
+        """A viewer's memories closest to ``text`` (for "forget what I said about …")."""
+        return await self.spaces.search(
+            identity.personal_key(user_id), text, limit=limit, kinds=PERSONAL_KINDS
+        )
+
+    # -- forgetting ------------------------------------------------------------------------
+    async def forget_memory(
+        self, memory_id: str, *, actor: str, owner: str | None = None
+    ) -> records.MemoryRecord:
+        """Delete one memory (and the facts condensed from it, and the profile facts derived from
+        them); tombstoned first, under the viewer lock, so no consolidation writes them back."""
+        record = await self.find(memory_id, owner=owner)
+        async with viewer_lock.hold(self.db, lock_ids(record)) as conn:
+            doomed = [record.id, *(r.id for r in await self._condensed_from(record))]
+            await self._tombstone("memory", *doomed, conn=conn)
+            await self.spaces.delete(record.space, doomed)
+            await self.profiles.delete_memories(doomed)
+        await self.audit(actor, "forget_memory", record.id, {"space": record.space})
+        await self._invalidate([record.user_id] if record.user_id else [], record.space)
+        return record
+
+    async def _condensed_from(self, record: records.MemoryRecord) -> list[records.MemoryRecord]:
+        """The ``FACT`` memories condensed from a raw statement (same personal space)."""
+        if record.kind is not records.MemoryKind.PERSONAL:
+            return []
+        return [
+            r
+            for r in await self.spaces.list(record.space, limit=consolidation.LIST_LIMIT)
+            if r.kind is records.MemoryKind.FACT
+            and record.id in r.extra.get("source_memory_ids", ())
+        ]
+
+    async def forget_turn(self, turn_id: str, *, actor: str) -> int:
+        """Delete every memory that came from one turn, in every space; returns how many."""
+        with postgres.wrap_errors("read turn"):
+            row = await self.db.pool.fetchrow(sql.queries["memory_turn_authors"], turn_id)
+        if row is None:
+            raise errors.UnknownTurn(f"unknown turn {turn_id!r}", turn_id=turn_id)
+        async with viewer_lock.hold(self.db, row["user_ids"]) as conn:
+            await self._tombstone("turn", turn_id, conn=conn)
+            removed = await self.spaces.delete_turn(turn_id)
+            touched = await self.profiles.delete_turn(turn_id)
+        users = sorted(set(row["user_ids"]) | set(touched))
+        await self.audit(
+            actor, "forget_turn", turn_id, {"memories": removed, "stream": row["stream"]}
+        )
+        for user_id in users:
+            await self.invalidator.invalidate_viewer(user_id, everywhere=True)
+        return removed
+
+    async def forget_viewer(
+        self, user_id: str, *, actor: str, everywhere: bool = False
+    ) -> ForgetReport:
+        """Delete a viewer's whole personal space and profile (``everywhere``: also redact their
+        messages from episodic documents and the transcript's served text)."""
+        async with viewer_lock.hold(self.db, [user_id]) as conn:
+            with postgres.wrap_errors("forget viewer"):
+                until = await conn.fetchval(sql.queries["memory_viewer_forget_until"], user_id)
+            await self._tombstone("viewer", user_id, until=until, conn=conn)
+            memories = await self.spaces.drop(identity.personal_key(user_id))
+            facts = await self.profiles.delete_viewer(user_id)
+            report = ForgetReport(user_id=user_id, memories=memories, profile_facts=facts)
+            if everywhere:
+                report = await self._redact_everywhere(user_id, actor, report)
+        await self.audit(
+            actor, "forget_viewer", user_id, {**report.to_json(), "everywhere": everywhere}
+        )
+        await self.invalidator.invalidate_viewer(user_id, everywhere=everywhere)
+        return report
+
+    async def _redact_everywhere(
+        self, user_id: str, actor: str, report: ForgetReport
+    ) -> ForgetReport:
+        with postgres.wrap_errors("redact messages"):
+            redacted = await self.db.pool.fetch(
+                sql.queries["memory_redact_viewer"], user_id, actor, "forget_everywhere"
+            )
+            # history summaries may quote the viewer: dropped, the reducer folds again
+            await self.db.pool.execute(sql.queries["memory_drop_viewer_summaries"], user_id)
+        rewritten, deleted = 0, 0
+        for record in await self._episodes_with(user_id):
+            replacement = redact_episode(record, user_id)
+            if replacement is None:
+                deleted += await self.spaces.delete(record.space, [record.id])
+            else:
+                await self.spaces.upsert([replacement])
+                rewritten += 1
+        return ForgetReport(
+            user_id=user_id,
+            memories=report.memories,
+            profile_facts=report.profile_facts,
+            episodes_redacted=rewritten,
+            episodes_deleted=deleted,
+            messages_redacted=len(redacted),
+        )
+
+    async def _episodes_with(self, user_id: str) -> list[records.MemoryRecord]:
+        with postgres.wrap_errors("read streams"):
+            rows = await self.db.pool.fetch(sql.queries["memory_viewer_streams"], user_id)
+        found: list[records.MemoryRecord] = []
+        for row in rows:
+            records = await self.spaces.list(identity.episodic_key(row["stream"]), limit=100_000)
+            found.extend(r for r in records if user_id in r.participants)
+        return found
+
+    # -- correcting ------------------------------------------------------------------------
+    async def correct(
+        self, memory_id: str, text: str, *, actor: str, owner: str | None = None
+    ) -> records.MemoryRecord:
+        """Replace a memory with a correction document linked to the original turn (ranked above
+        it: the original is deleted and tombstoned, and corrections get the ranking boost)."""
+        text = text.strip()
+        if not text:
+            raise errors.InvalidMemory("a correction needs a text")
+        original = await self.find(memory_id, owner=owner)
+        if original.kind is records.MemoryKind.LORE:
+            raise errors.InvalidMemory("lore is corrected by editing config/lore and reloading it")
+        root = original.corrects if original.kind is records.MemoryKind.CORRECTION else original.id
+        # the original's provenance (viewer, stream, turn, origin messages, times) carries over
+        correction = dataclasses.replace(
+            original,
+            id=documents.point_id(
+                original.turn_id or "", original.user_id or "", "correction", root or ""
+            ),
+            kind=records.MemoryKind.CORRECTION,
+            text=text,
+            created_at=models.utcnow(),
+            corrects=root,
+            extra={"corrected_by": actor},
+        )
+        async with viewer_lock.hold(self.db, lock_ids(original)) as conn:
+            await self.spaces.upsert([correction])
+            doomed: list[str] = []
+            if original.id != correction.id:  # else a correction corrected again: replaced
+                doomed = [original.id, *(r.id for r in await self._condensed_from(original))]
+                await self._tombstone("memory", *doomed, conn=conn)
+                await self.spaces.delete(original.space, doomed)
+            await self.profiles.delete_memories([original.id, *doomed])
+            if original.user_id and original.space == identity.personal_key(original.user_id):
+                await self.profiles.apply_memories([correction])
+        await self.audit(
+            actor, "correct", original.id, {"correction_id": correction.id, "space": original.space}
+        )
+        await self._invalidate([original.user_id] if original.user_id else [], original.space)
+        return correction
+
+    # -- pausing and lore ------------------------------------------------------------------
+    async def pause(self, stream: str, *, actor: str) -> bool:
+        """Pause memory writing for a stream; False when it already was."""
+        with postgres.wrap_errors("pause stream"):
+            changed = await self.db.pool.fetchval(sql.queries["memory_pause_stream"], stream, actor)
+        await self.audit(actor, "pause", stream, {"changed": changed is not None})
+        return changed is not None
+
+    async def resume(self, stream: str, *, actor: str) -> bool:
+        """Resume memory writing for a stream; False when it was not paused."""
+        with postgres.wrap_errors("resume stream"):
+            changed = await self.db.pool.fetchval(sql.queries["memory_resume_stream"], stream)
+        await self.audit(actor, "resume", stream, {"changed": changed is not None})
+        return changed is not None
+
+    async def is_paused(self, stream: str) -> bool:
+        with postgres.wrap_errors("read pause"):
+            return bool(await self.db.pool.fetchval(sql.queries["memory_stream_paused"], stream))
+
+    async def load_lore(self, directory: Path, *, actor: str) -> int:
+        """Replace the lore space with the files of ``directory``; returns the entries loaded."""
+        count = await lore.load(self.spaces, directory)
+        await invalidate_kind(self.invalidator, "lore")
+        await self.audit(
+            actor, "lore_load", identity.LORE_KEY, {"directory": str(directory), "entries": count}
+        )
+        return count
+
+    # -- audit -----------------------------------------------------------------------------
+    async def audit(self, actor: str, action: str, target: str, details: Mapping[str, Any]) -> None:
+        with postgres.wrap_errors("write audit"):
+            await self.db.pool.execute(
+                sql.queries["memory_audit_insert"], actor, action, target, json.dumps(details)
+            )
+        logger.info("%s: %s %s", actor, action, target, extra={"action": f"memory_{action}"})
+
+    async def audit_log(self, limit: int = 50) -> list[dict[str, Any]]:
+        with postgres.wrap_errors("read audit"):
+            rows = await self.db.pool.fetch(sql.queries["memory_audit_list"], limit)
+        return [{**dict(row), "details": json.loads(row["details"])} for row in rows]
+
+    async def _tombstone(
+        self,
+        kind: str,
+        *targets: str,
+        until: Any = None,
+        conn: postgres.Connection | None = None,
+    ) -> None:
+        """Remember what is forgotten (before it is deleted: a crash in between leaves it gone
+        for any later consolidation, not back)."""
+        with postgres.wrap_errors("write tombstone"):
+            for target in targets:
+                await (conn or self.db.pool).execute(
+                    sql.queries["memory_add_tombstone"], kind, target, until
+                )
+
+    async def _invalidate(self, user_ids: Sequence[str], space: str) -> None:
+        everywhere = not space.startswith("viewer:")
+        for user_id in user_ids:
+            await self.invalidator.invalidate_viewer(user_id, everywhere=everywhere)
+        if space.startswith("stream:"):
+            await invalidate_kind(self.invalidator, "episodic")
+        elif space == identity.LORE_KEY:
+            await invalidate_kind(self.invalidator, "lore")
+
+
+def lock_ids(record: records.MemoryRecord) -> list[str]:
+    """Whose viewer lock guards a memory: its owner, or the authors of an episode's turn."""
+    return [record.user_id] if record.user_id else list(record.participants)
+
+
+async def invalidate_kind(invalidator: consolidation.CacheInvalidator, kind: str) -> None:
+    """Drop the cached stream-wide results of one kind, when the invalidator can (the retriever's
+    ``invalidate_kind``; an invalidator without it only drops viewers)."""
+    drop = getattr(invalidator, "invalidate_kind", None)
+    if drop is not None:
+        await drop(kind)
+
+
+def redact_episode(record: records.MemoryRecord, user_id: str) -> records.MemoryRecord | None:
+    """The episodic document without ``user_id``'s messages (None when nothing else remains).
+
+    The bot's reply is redacted too when it names the viewer (``@login``)."""
+    messages = [m for m in record.extra.get("messages", []) if m.get("user_id") != user_id]
+    if not messages:
+        return None
+    logins = {
+        m.get("login") for m in record.extra.get("messages", []) if m.get("user_id") == user_id
+    }
+    reply = record.extra.get("reply")
+    if reply and any(
+        re.search(rf"\b{re.escape(str(login))}\b", reply, re.I) for login in logins if login
+    ):
+        reply = REDACTED
+    return dataclasses.replace(
+        record,
+        text=documents.episode_text(messages),
+        origin_message_ids=tuple(m["id"] for m in messages),
+        participants=tuple(p for p in record.participants if p != user_id),
+        extra={**record.extra, "messages": messages, "reply": reply, "redacted": True},
+    )

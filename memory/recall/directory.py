@@ -1,0 +1,70 @@
+"""The viewer directory: the viewers the bot has seen, by login and by display name.
+
+The planner reads it (``lookup``) to recognise a viewer named in a message who is neither in the
+batch nor in the loaded working history ("@Mnemo where does @bob live?", "what did Caroline
+research?"). The composition root fills it from the ``viewers`` table at start and registers each
+event's author when the event is stored. The planner only reads it, synchronously, so a plan stays
+a deterministic function of the batch, the history and the directory's contents at that moment.
+
+When two viewers share a name (a login renamed and taken by someone else, equal display names), the
+one registered last wins: loading registers the least recently seen first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memory import identity
+from memory.recall import context
+
+if TYPE_CHECKING:
+    from memory.history import transcript as transcript_module
+
+#: viewers loaded at start (the most recently seen)
+DEFAULT_LIMIT = 100_000
+
+
+class ViewerDirectory:
+    """Normalized login or display name → (login, user id); implements ``ports.ViewerLookup``."""
+
+    def __init__(self) -> None:
+        self._logins: dict[str, tuple[str, str]] = {}
+        self._names: dict[str, tuple[str, str]] = {}
+        #: user id → (login key, display-name key), to forget a viewer's old names on a rename
+        self._keys: dict[str, tuple[str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def register(self, user_id: str, login: str, display_name: str | None = None) -> None:
+        """Add or update a viewer; ``display_name=None`` keeps the one already known."""
+        login_key = identity.normalize_login(login)
+        if not user_id or not login_key:
+            return
+        old_login, old_name = self._keys.get(user_id, ("", ""))
+        name_key = context.normalize(display_name) if display_name else old_name
+        for index, key in ((self._logins, old_login), (self._names, old_name)):
+            if key and index.get(key, ("", ""))[1] == user_id:
+                del index[key]
+        entry = (login, user_id)
+        self._logins[login_key] = entry
+        if name_key:
+            self._names[name_key] = entry
+        self._keys[user_id] = (login_key, name_key)
+
+    def lookup(self, name: str) -> tuple[str, str] | None:
+        """The viewer called ``name`` (``@`` optional, any case): a login first, then a display name."""
+        found = self._logins.get(identity.normalize_login(name))
+        if found is None:
+            found = self._names.get(context.normalize(name))
+        return found
+
+
+async def load(
+    transcript: transcript_module.Transcript, *, limit: int = DEFAULT_LIMIT
+) -> ViewerDirectory:
+    """A directory of the ``limit`` most recently seen viewers of the transcript."""
+    directory = ViewerDirectory()
+    for user_id, login, display_name in reversed(await transcript.list_viewers(limit)):
+        directory.register(user_id, login, display_name)
+    return directory

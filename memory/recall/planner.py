@@ -1,0 +1,380 @@
+"""The retrieval planner: a pure, deterministic function of (batch, working history, settings).
+
+No model call. Each viewer of the batch is scored from observable signals with fixed weights; each
+weight is larger than the sum of all weaker ones, so the viewer with the strongest signal always
+comes first ("strongest first"). English and Italian phrasings are recognised.
+
+Attribution decisions (DESIGN.md, problem 1):
+
+* A viewer's ``recall`` query is built from that viewer's OWN current messages, and searches only
+  their own personal space.
+* A viewer named by another viewer ("where does Alice live?") is planned on ALICE'S OWN space (it
+  holds only what Alice wrote); the asker's words are used only as the search query for it, never as
+  Alice's statement. The asker's recall searches the asker's space, so Bob's claim about Alice can
+  only ever appear attributed to Bob, and only when Bob's own space is searched.
+* ``explicit`` marks sources whose failure the prompt must admit: a viewer asking what the bot
+  remembers about them, or a viewer asking what the bot remembers about a named other viewer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from memory import identity, models
+from memory.recall import context, directory
+from memory.recall import planner_words as lexicon
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Sequence
+
+    from config import settings as settings_module
+    from memory import ports
+
+#: fixed weights; each is larger than the sum of all weaker ones (strongest first)
+WEIGHTS: dict[str, float] = {
+    "explicit_recall": 32.0,
+    "platform_event": 16.0,
+    "bot_mention": 8.0,
+    "question": 4.0,
+    "media": 2.0,
+    "mentioned_by_viewer": 1.0,
+    "active": 0.5,
+}
+HARD_MAX_VIEWERS = 5
+IMPORTANT_EVENTS = frozenset({"sub", "raid", "cheer"})
+MAX_QUERY_CHARS = 300
+
+
+def _has(norm: str, phrases: Iterable[str]) -> bool:
+    padded = f" {norm} "
+    return any(f" {phrase} " in padded for phrase in phrases)
+
+
+def _is_question(text: str, norm: str, skip: Collection[str] = ()) -> bool:
+    """A question mark, or an interrogative first word (after the bot's name)."""
+    first = next((word for word in norm.split() if word not in skip), "")
+    return "?" in text or first in lexicon.INTERROGATIVES
+
+
+def state_domains(text: str) -> set[str]:
+    """The structured-state domains a text refers to (``requests``, ``relationships``, ``notes``, ``jokes``)."""
+    norm = context.normalize(text)
+    return {domain for domain, words in lexicon.STATE_DOMAINS.items() if _has(norm, words)}
+
+
+def content_terms(norm: str, *, exclude: Collection[str] = ()) -> list[str]:
+    """Search-worthy words of a normalized text, in order, without duplicates."""
+    terms: list[str] = []
+    for word in norm.split():
+        if (
+            len(word) >= 3
+            and word not in lexicon.STOPWORDS
+            and word not in exclude
+            and word not in terms
+        ):
+            terms.append(word)
+    return terms
+
+
+def _stem(word: str) -> str:
+    """A light EN/IT stem for coverage checks: game/games, gioco/giochi, boss/bosses."""
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 3 and word[-1] in "aeiou":
+        word = word[:-1]
+    if len(word) > 3 and word.endswith(("ch", "gh")):
+        word = word[:-1]
+    return word
+
+
+def _covered(terms: Sequence[str], history_stems: set[str]) -> bool:
+    """Every key term appears in the working history (inflection tolerant)."""
+    return bool(terms) and all(_stem(term) in history_stems for term in terms)
+
+
+def _query(texts: Iterable[str]) -> str:
+    return " ".join(" ".join(t.split()) for t in texts if t.strip())[:MAX_QUERY_CHARS].strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Mention:
+    """A viewer named in another viewer's message."""
+
+    text: str
+    recall_request: bool
+    #: normalized words of the names used in the message (never part of the search query)
+    names: frozenset[str]
+
+
+@dataclass(slots=True)
+class _Candidate:
+    login: str
+    user_id: str
+    order: int
+    texts: list[str] = field(default_factory=list)
+    signals: set[str] = field(default_factory=set)
+    explicit: bool = False
+    mentions: list[_Mention] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return sum(WEIGHTS[s] for s in self.signals)
+
+    def ordered_signals(self) -> tuple[str, ...]:
+        return tuple(sorted(self.signals, key=lambda s: -WEIGHTS[s]))
+
+
+class Planner:
+    """Decides which memory sources a batch needs; implements ``ports.Planner``.
+
+    Parameters
+    ----------
+    settings:
+        Reads ``bot_name`` and ``memory.max_viewers`` (hard maximum 5), and the ablation switches
+        ``memory.use_profile`` (False: never plan ``profile``), ``memory.use_episodic`` (False:
+        never plan ``episodic``) and ``memory.rank_viewers`` (False: every viewer of the batch, in
+        batch order, uncapped, each with profile and recall).
+    lore_entities:
+        Names of canon entities (characters, places…) whose mention plans the ``lore`` source.
+    bot_name:
+        Overrides ``settings.bot_name``.
+    directory:
+        Viewers known to the channel (``ports.ViewerLookup``): a viewer named in a message
+        (``@login``, or a bare login / display name) is recognised even when they are neither in
+        the batch nor in the history. Read synchronously; the plan depends on its contents.
+    """
+
+    def __init__(
+        self,
+        settings: settings_module.Settings,
+        lore_entities: Collection[str] = (),
+        bot_name: str | None = None,
+        *,
+        directory: ports.ViewerLookup | None = None,
+    ) -> None:
+        memory = settings.memory
+        self.max_viewers = min(memory.max_viewers, HARD_MAX_VIEWERS)
+        self.use_profile = memory.use_profile
+        self.use_episodic = memory.use_episodic
+        self.rank_viewers = memory.rank_viewers
+        self.directory = directory
+        self.bot_login = identity.normalize_login(bot_name or settings.bot_name)
+        self.bot_words = {self.bot_login, context.normalize(bot_name or settings.bot_name)} - {""}
+        # the bot's own name is a mention of the bot, not a lore reference (its story is asked for)
+        self.lore_entities = tuple(
+            sorted({n for n in (context.normalize(e) for e in lore_entities) if n} - self.bot_words)
+        )
+
+    def plan(self, batch: models.Batch, history: Sequence[models.HistoryItem]) -> models.Plan:
+        local = self._local_viewers(batch, history)
+        candidates: dict[str, _Candidate] = {}
+        for order, event in enumerate(batch.chat):
+            if identity.normalize_login(event.login) == self.bot_login:
+                continue
+            self._score_event(event, order, candidates, local)
+        selected = self._select(candidates)
+        sources: list[models.PlannedSource] = []
+        for candidate in selected:
+            sources.extend(self._viewer_sources(candidate))
+        sources.extend(self._stream_sources(batch, history))
+        viewers = tuple(
+            models.PlannedViewer(
+                login=c.login, user_id=c.user_id, score=c.score, signals=c.ordered_signals()
+            )
+            for c in selected
+        )
+        return models.Plan(viewers=viewers, sources=tuple(sources))
+
+    def _select(self, candidates: dict[str, _Candidate]) -> list[_Candidate]:
+        if not self.rank_viewers:  # ablation: every viewer, in batch order, uncapped
+            return sorted(candidates.values(), key=lambda c: c.order)
+        return sorted(
+            (c for c in candidates.values() if c.signals),
+            key=lambda c: (-c.score, -len(c.texts), c.order, c.login),
+        )[: self.max_viewers]
+
+    @staticmethod
+    def _local_viewers(
+        batch: models.Batch, history: Sequence[models.HistoryItem]
+    ) -> directory.ViewerDirectory:
+        """The viewers of the history then the batch (newest wins), logins and display names."""
+        local = directory.ViewerDirectory()
+        for item in history:
+            if item.login and item.user_id:
+                local.register(item.user_id, item.login)
+        for event in batch.events:
+            local.register(event.user_id, event.login, event.name)
+        return local
+
+    def _resolve(self, name: str, local: directory.ViewerDirectory) -> tuple[str, str] | None:
+        """The viewer called ``name``: the batch and history first, then the channel's directory."""
+        found = local.lookup(name)
+        if found is None and self.directory is not None:
+            found = self.directory.lookup(name)
+        if found is None or identity.normalize_login(found[0]) == self.bot_login:
+            return None
+        return found
+
+    def _bare_name(self, token: str) -> bool:
+        """A bare word may name a viewer: 3+ letters, not a stopword, common word or the bot."""
+        norm = context.normalize(token)
+        return (
+            sum(ch.isalpha() for ch in token) >= 3
+            and norm not in lexicon.STOPWORDS
+            and norm not in lexicon.COMMON_WORDS
+            and norm not in lexicon.INTERROGATIVES
+            and norm not in lexicon.SELF_WORDS
+            and norm not in self.bot_words
+        )
+
+    def _mentions(
+        self, text: str, local: directory.ViewerDirectory, *, author_id: str
+    ) -> tuple[list[tuple[str, str]], frozenset[str]]:
+        """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
+        login, and the normalized words of the names used."""
+        names = lexicon.AT_NAME.findall(text)
+        names += [t for t in lexicon.NAME_TOKEN.findall(text.casefold()) if self._bare_name(t)]
+        found: dict[str, tuple[str, str]] = {}
+        used: set[str] = set()
+        for name in names:
+            viewer = self._resolve(name, local)
+            if viewer is None or viewer[1] == author_id:
+                continue
+            found.setdefault(viewer[1], viewer)
+            used.update(context.normalize(name).split())
+        ordered = sorted(found.values(), key=lambda v: (identity.normalize_login(v[0]), v[1]))
+        return ordered, frozenset(used)
+
+    def _score_event(
+        self,
+        event: models.ChatEvent,
+        order: int,
+        candidates: dict[str, _Candidate],
+        local: directory.ViewerDirectory,
+    ) -> None:
+        author = candidates.get(event.user_id)
+        if author is None:
+            author = candidates[event.user_id] = _Candidate(event.login, event.user_id, order)
+        author.login = event.login
+        text = event.text
+        norm = context.normalize(text)
+        if event.kind is models.EventKind.EVENT and (event.event or "") in IMPORTANT_EVENTS:
+            author.signals.add("platform_event")
+        if text.strip():
+            author.texts.append(text)
+        words = set(norm.split())
+        recall_request = _has(norm, lexicon.RECALL_REQUEST)
+        if recall_request and words & lexicon.SELF_WORDS:
+            author.signals.add("explicit_recall")
+            author.explicit = True
+        if words & self.bot_words:
+            author.signals.add("bot_mention")
+        if _is_question(text, norm, self.bot_words):
+            author.signals.add("question")
+        if lexicon.URL.search(text) or words & lexicon.MEDIA_WORDS:
+            author.signals.add("media")
+        if len(content_terms(norm, exclude=self.bot_words)) >= 2:  # one word or emote spam: no
+            author.signals.add("active")
+        named, names = self._mentions(text, local, author_id=event.user_id)
+        for login, user_id in named:
+            other = candidates.get(user_id)
+            if other is None:
+                other = candidates[user_id] = _Candidate(login, user_id, order)
+            other.signals.add("mentioned_by_viewer")
+            other.mentions.append(_Mention(text=text, recall_request=recall_request, names=names))
+
+    def _viewer_sources(self, candidate: _Candidate) -> list[models.PlannedSource]:
+        def source(kind: str, query: str, explicit: bool) -> models.PlannedSource:
+            return models.PlannedSource(
+                kind=kind,
+                viewer=candidate.login,
+                user_id=candidate.user_id,
+                query=query,
+                explicit=explicit,
+            )
+
+        if candidate.texts:
+            # the viewer's own messages: their words are the query of their own space
+            query = _query(candidate.texts)
+            explicit = candidate.explicit
+        else:
+            # named by others: the others' words (minus the names) only search this viewer's space
+            query = _query(
+                " ".join(
+                    w
+                    for w in context.normalize(m.text).split()
+                    if w not in m.names and w not in self.bot_words
+                )
+                for m in candidate.mentions
+            )
+            explicit = any(m.recall_request for m in candidate.mentions)
+        sources = [source("profile", query, explicit)] if self.use_profile else []
+        wants_recall = bool(query) if not self.rank_viewers else explicit
+        if wants_recall or content_terms(context.normalize(query), exclude=self.bot_words):
+            sources.append(source("recall", query, explicit))
+        return sources
+
+    def _stream_sources(
+        self, batch: models.Batch, history: Sequence[models.HistoryItem]
+    ) -> list[models.PlannedSource]:
+        history_stems = {
+            _stem(word) for item in history for word in context.normalize(item.text).split()
+        }
+        chat = [
+            event
+            for event in batch.chat
+            if identity.normalize_login(event.login) != self.bot_login and event.text.strip()
+        ]
+        # the batch addresses the bot: its questions about the bot's feelings and tastes are lore
+        addressed = any(set(context.normalize(e.text).split()) & self.bot_words for e in chat)
+        episodic: list[str] = []
+        lore: list[str] = []
+        state: list[str] = []
+        for event in chat:
+            norm = context.normalize(event.text)
+            terms = self._episodic_terms(event.text, norm) if self.use_episodic else None
+            if terms is not None and not _covered(terms, history_stems):
+                episodic.append(" ".join(terms) if terms else event.text)
+            if self._lore_reference(norm, addressed=addressed):
+                lore.append(event.text)
+            if state_domains(event.text):
+                state.append(event.text)
+        sources: list[models.PlannedSource] = []
+        if episodic:
+            sources.append(models.PlannedSource(kind="episodic", query=_query(episodic)))
+        if lore:
+            sources.append(models.PlannedSource(kind="lore", query=_query(lore)))
+        if state:
+            sources.append(models.PlannedSource(kind="state", query=_query(state)))
+        return sources
+
+    def _episodic_terms(self, text: str, norm: str) -> list[str] | None:
+        """The key terms of a reference to earlier in the stream; None when it is no reference."""
+        words = set(norm.split())
+        self_recall = _has(norm, lexicon.RECALL_REQUEST) and bool(words & lexicon.SELF_WORDS)
+        question = _is_question(text, norm, self.bot_words)
+        if (
+            _has(norm, lexicon.TIME_REFERENCE)
+            or (question and _has(norm, lexicon.WEAK_TIME_REFERENCE))
+            or (_has(norm, lexicon.REMEMBER_REFERENCE) and not self_recall)
+        ):
+            return content_terms(norm, exclude=self.bot_words)
+        return None
+
+    def _lore_reference(self, norm: str, *, addressed: bool) -> bool:
+        """A canon name, a question about the bot's story, or (to the bot) about its feelings."""
+        if _has(norm, self.lore_entities) or _has(norm, lexicon.SELF_STORY):
+            return True
+        if not addressed:
+            return False
+        words = set(norm.split())
+        if _has(norm, lexicon.RECALL_REQUEST) and words & lexicon.SELF_WORDS:
+            return False  # "what do you remember about me": explicit recall, not lore
+        return _has(norm, lexicon.BOT_PERSONAL) or bool(
+            words & lexicon.YOUR_WORDS and words & lexicon.FAVOURITE_WORDS
+        )

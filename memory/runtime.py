@@ -1,0 +1,239 @@
+"""The composition root: one lifespan opens every store and client and yields ``Services``.
+
+Each ``*_URL`` setting switches its part from the embedded default to the real server: Postgres
+(embedded in the data folder), Redis (in-process cache and working history), Qdrant (local mode in
+the data folder). Whoever opens a resource closes it: the lifespan's ``AsyncExitStack`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import prometheus_client
+
+from memory import metrics as metrics_module
+from memory import migrate, pipeline, ports
+from memory.adapters import ollama as ollama_adapter
+from memory.adapters import postgres, qdrant
+from memory.adapters import redis as redis_adapter
+from memory.consolidate import consolidation, profile, worker
+from memory.history import reducers, transcript, working
+from memory.ops import chat_operations, operations
+from memory.recall import cache, directory, retrieval, sources
+from memory.recall import planner as planner_module
+from memory.spaces import embedders, lore
+from memory.state import tools
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+    from config.settings import Settings
+    from memory.consolidate import jobs
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Services:
+    """Everything a bot, worker or admin process needs, opened and ready."""
+
+    settings: Settings
+    db: postgres.Database
+    transcript: transcript.Transcript
+    history: ports.WorkingHistory
+    cache: ports.Cache
+    #: None with ``--no-llm``
+    model: ports.ChatModel | None
+    embedder: ports.Embedder
+    spaces: ports.MemorySpaces
+    profiles: profile.ProfileStore
+    retriever: retrieval.Retriever
+    operations: operations.Operations
+    metrics: metrics_module.MemoryMetrics
+    pipeline: pipeline.TurnPipeline
+    #: job kind → handler, for the consolidation workers
+    job_handlers: Mapping[str, Callable[[jobs.Job], Awaitable[None]]]
+    #: runs the due consolidation jobs to the end (``--sync-consolidation``, end of a replay)
+    worker: worker.Worker
+    #: chat commands (``!forget …``); None where they are not wired
+    commands: ports.CommandHandler | None
+    extras: Mapping[str, Any]
+    #: viewers known to the channel (the planner recognises them when named); the session
+    #: registers each stored event's author
+    viewers: directory.ViewerDirectory | None = None
+
+
+async def _open_cache_and_history(
+    settings: Settings, stack: contextlib.AsyncExitStack
+) -> tuple[ports.Cache, ports.WorkingHistory]:
+    if settings.redis_url is None:
+        return cache.InProcessCache(), working.InProcessHistory(settings.memory.history_cap)
+    client = await redis_adapter.connect(
+        settings.redis_url.get_secret_value(), attempts=settings.redis.connect_attempts
+    )
+    stack.push_async_callback(client.aclose)
+    prefix = settings.redis.key_prefix
+    return (
+        redis_adapter.RedisCache(client, prefix=prefix + "cache:"),
+        redis_adapter.RedisHistory(client, cap=settings.memory.history_cap, prefix=prefix),
+    )
+
+
+def _chat_model(settings: Settings) -> ports.ChatModel:
+    return ollama_adapter.OllamaChat(
+        settings.ollama_host,
+        settings.ollama.chat_model,
+        timeout=settings.ollama.timeout_seconds,
+        temperature=settings.ollama.temperature,
+    )
+
+
+def _reducer(settings: Settings, db: postgres.Database, model: ports.ChatModel | None) -> Any:
+    if settings.history.reducer == "summarizing" and model is None:
+        logger.warning("the summarizing reducer needs a model: using 'turns' without one")
+        settings = settings.model_copy(
+            update={"history": settings.history.model_copy(update={"reducer": "turns"})}
+        )
+    return reducers.build_reducer(settings, db=db, model=model)
+
+
+async def _load_lore_once(settings: Settings, memory_spaces: ports.MemorySpaces) -> None:
+    """First start: load the streamer's lore (``config/lore/``) when the lore space is empty."""
+    if settings.lore_dir.is_dir() and await memory_spaces.count("lore") == 0:
+        loaded = await lore.load(memory_spaces, settings.lore_dir)
+        logger.info("lore space was empty: loaded %d entries from %s", loaded, settings.lore_dir)
+
+
+def _commands(settings: Settings, ops: operations.Operations) -> ports.CommandHandler | None:
+    return chat_operations.build(settings, ops)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(
+    settings: Settings,
+    *,
+    role: str = "bot",
+    no_llm: bool = False,
+    background_worker: bool | None = None,
+) -> AsyncIterator[Services]:
+    """Open every part for ``role`` (``bot``, ``worker``, ``admin``) and close them on exit.
+
+    ``background_worker`` (default: ``settings.worker.in_process`` for the bot) runs a consolidation
+    worker as a task of this process.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        db = await stack.enter_async_context(migrate.open_database(settings))
+        store = transcript.Transcript(db)
+        shared_cache, history = await _open_cache_and_history(settings, stack)
+        wants_model = role == "bot" or settings.ollama.extract_facts
+        model = None if no_llm or not wants_model else _chat_model(settings)
+        embedder = await embedders.build_embedder(settings)
+        memory_spaces = await qdrant.open_spaces(settings, embedder)
+        stack.push_async_callback(memory_spaces.close)
+        profiles = profile.ProfileStore(db)
+        metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
+        retriever = retrieval.build_retriever(
+            settings,
+            spaces=memory_spaces,
+            profiles=profiles,
+            cache=shared_cache,
+            state=sources.state_fetcher(db),
+            metrics=metrics,
+        )
+        ops = operations.Operations(db, memory_spaces, invalidator=retriever, profiles=profiles)
+        consolidator = consolidation.Consolidator(
+            db,
+            memory_spaces,
+            settings,
+            profiles=profiles,
+            barrier_source=consolidation.StateBarrier(db),
+            invalidator=retriever,
+            model=model if settings.ollama.extract_facts else None,
+        )
+        handlers = {consolidation.JOB_KIND: consolidation.make_handler(consolidator)}
+        viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
+        seams = pipeline.Seams(
+            planner=planner_module.Planner(
+                settings,
+                lore_entities=lore.entities(settings.lore_dir),
+                bot_name=settings.bot_name,
+                directory=viewers,
+            ),
+            retriever=retriever,
+            reducer=_reducer(settings, db, model),
+            tools=tools.ToolRunner(db, settings, on_change=retriever.invalidate_state)
+            if model is not None
+            else None,
+        )
+        turn_pipeline = pipeline.TurnPipeline(
+            transcript=store,
+            history=history,
+            model=model,
+            seams=seams,
+            system_prompt=settings.system_prompt(),
+            max_attempts=settings.worker.max_attempts,
+            metrics=metrics,
+        )
+        if role == "bot":
+            await _load_lore_once(settings, memory_spaces)
+            if settings.metrics_port is not None:
+                stack.callback(_serve_metrics(settings, metrics.registry))
+        consolidation_worker = worker.Worker(db, settings, handlers)
+        services = Services(
+            settings=settings,
+            db=db,
+            transcript=store,
+            history=history,
+            cache=shared_cache,
+            model=model,
+            embedder=embedder,
+            spaces=memory_spaces,
+            profiles=profiles,
+            retriever=retriever,
+            operations=ops,
+            metrics=metrics,
+            pipeline=turn_pipeline,
+            job_handlers=handlers,
+            worker=consolidation_worker,
+            commands=_commands(settings, ops) if role == "bot" else None,
+            extras={},
+            viewers=viewers,
+        )
+        in_process = settings.worker.in_process if background_worker is None else background_worker
+        if role == "bot" and in_process:
+            await stack.enter_async_context(_background(worker.Worker(db, settings, handlers)))
+        yield services
+
+
+def _serve_metrics(
+    settings: Settings, registry: prometheus_client.CollectorRegistry
+) -> Callable[[], None]:
+    """Serve ``/metrics`` (prometheus_client's own small HTTP server); returns its stop."""
+    assert settings.metrics_port is not None
+    server, thread = prometheus_client.start_http_server(
+        settings.metrics_port, addr=settings.metrics_host, registry=registry
+    )
+    logger.info("metrics on http://%s:%d/metrics", settings.metrics_host, server.server_port)
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    return stop
+
+
+@contextlib.asynccontextmanager
+async def _background(job_worker: worker.Worker) -> AsyncIterator[None]:
+    """Run a consolidation worker as an owned, named task; stop it gracefully on exit."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(job_worker.run(stop), name="consolidation-worker")
+    try:
+        yield
+    finally:
+        stop.set()
+        await task

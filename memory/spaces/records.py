@@ -1,0 +1,61 @@
+"""The records of a memory space: what a stored memory is, and a search hit.
+
+Kept apart from ``memory.models`` (chat, plans, reports) because only the memory spaces, the write
+path and the operations on memory deal in stored documents.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memory import models
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from datetime import datetime
+
+
+class MemoryKind(enum.StrEnum):
+    """What a stored memory is."""
+
+    PERSONAL = "personal"  #: a viewer's own durable statement (raw, with provenance)
+    FACT = "fact"  #: a fact condensed by the model from a viewer's own statements
+    CORRECTION = "correction"  #: replaces a personal memory; ranked above it
+    EPISODIC = "episodic"  #: one public turn of a stream
+    LORE = "lore"  #: canon loaded by the streamer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRecord:
+    """One document of a memory space, with its provenance."""
+
+    #: point id (a UUID string derived from turn id + author + kind, so retries make no duplicates)
+    id: str
+    #: ``viewer-<login>``, ``stream-<id>`` or ``lore``
+    space: str
+    kind: MemoryKind
+    text: str
+    #: the viewer the memory belongs to (personal spaces) — the author of every origin message
+    user_id: str | None = None
+    login: str | None = None
+    stream: str | None = None
+    turn_id: str | None = None
+    origin_message_ids: tuple[str, ...] = ()
+    #: user ids of the participants (episodic documents)
+    participants: tuple[str, ...] = ()
+    #: time of the first and last origin message
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    created_at: datetime = field(default_factory=models.utcnow)
+    #: for a correction: the id of the memory it replaces
+    corrects: str | None = None
+    #: free-form extra payload (e.g. lore entity names, the bot's reply of an episode)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryHit:
+    record: MemoryRecord
+    score: float

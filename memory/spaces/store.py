@@ -1,0 +1,250 @@
+"""Memory spaces: the layout-independent rules, shared by the Qdrant adapter and the test fake.
+
+A space is a storage key from ``identity`` (``viewer:<user id>``, ``stream:<stream id>``, ``lore``).
+``adapters.qdrant.open_spaces`` opens the Qdrant implementation (``QdrantSpaces``) in one of two
+physical layouts (``settings.qdrant.layout``): a collection per space, or one collection per kind
+partitioned by a ``tenant`` payload key. This module holds what both (and the in-memory fake in
+``tests/fakes/spaces.py``) must agree on: key validation, collection names, the payload shape, the
+embedder record of a collection, and ranking.
+
+Ranking (``rank``)
+------------------
+Dense cosine similarity over an over-fetched candidate set, then:
+
+* **corrections** — a correction (``MemoryKind.CORRECTION``, ``corrects=<id>``) hides the record it
+  corrects: when the corrected record is a candidate and its correction still exists, the record is
+  dropped and the correction takes its place with ``max(both scores) + CORRECTION_BOOST``, so a
+  query that matches the old wording returns the new one. Every correction also gets the boost, so
+  it ranks above what it corrects. The corrected record stays stored (``get``/``list``/``find`` return
+  it, with ``corrected_by`` set on the stored point); deleting the correction makes it visible again.
+* **lexical signal** — ``lexical_weight`` × the share of the query's content terms found in the
+  document (stemmed, stopwords removed). Measured by ``tests/test_embedders.py::
+  test_offline_recall_on_chat_statements`` (40 questions, 20 memories among 300 distractor chat
+  lines, offline embedder): a weight of 0.1 changed one query of 40 at recall@1 and none at
+  recall@3, since that embedder is already lexical and its misses share no word with the memory.
+  So ``LEXICAL_WEIGHT`` is 0 (off); the knob stays for semantic embedders, unmeasured here.
+* ``kinds`` filters on the record kind *after* corrections are applied: pass
+  ``{PERSONAL, FACT, CORRECTION}`` to get a viewer's memories including corrected ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memory import errors, identity
+from memory.spaces import embedders, records
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Mapping, Sequence
+
+    from memory import ports
+
+#: space kinds, in storage-key order
+KINDS = ("viewer", "stream", "lore")
+#: added to a correction's score (cosine scale)
+CORRECTION_BOOST = 0.05
+#: weight of the lexical overlap (0..1) added to the dense score (measured: no gain, so off)
+LEXICAL_WEIGHT = 0.0
+#: payload keys that are not ``MemoryRecord`` fields
+TENANT_KEY = "tenant"
+CORRECTED_BY_KEY = "corrected_by"
+#: version of the payload / metadata shape
+SCHEMA = 1
+
+_CLEAN = re.compile(r"[a-z0-9-]{1,64}")
+_DATETIME_FIELDS = ("first_ts", "last_ts", "created_at")
+
+
+def space_kind(space: str) -> str:
+    """``viewer``, ``stream`` or ``lore``; ``errors.InvalidMemory`` for anything else."""
+    if space == identity.LORE_KEY:
+        return "lore"
+    kind, sep, value = space.partition(":")
+    if sep and value and kind in ("viewer", "stream"):
+        return kind
+    raise errors.InvalidMemory(
+        f"invalid memory space key {space!r}: expected viewer:<user id>, stream:<id> or lore"
+    )
+
+
+def is_memory_id(value: str) -> bool:
+    """Whether ``value`` is a canonical UUID string (what Qdrant point ids come back as)."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except (ValueError, TypeError, AttributeError):
+        return False
+
+
+def validate_record(record: records.MemoryRecord) -> None:
+    space_kind(record.space)
+    if not is_memory_id(record.id):
+        raise errors.InvalidMemory(
+            f"memory id {record.id!r} is not a canonical UUID string (lowercase, hyphenated)"
+        )
+
+
+def safe_part(value: str) -> str:
+    """A collection-name-safe, injective form of a key part: clean values as they are, others
+    sanitized with a hash suffix (clean values never contain ``_``, hashed ones always do)."""
+    if _CLEAN.fullmatch(value):
+        return value
+    sanitized = re.sub(r"[^a-z0-9-]+", "-", value.lower())[:40].strip("-")
+    digest = hashlib.blake2b(value.encode(), digest_size=6).hexdigest()
+    return f"{sanitized}_{digest}"
+
+
+def space_collection(prefix: str, space: str) -> str:
+    """Collection of a space in the per-space layout: ``lm_viewer_123``, ``lm_stream_s1``, ``lm_lore``."""
+    kind = space_kind(space)
+    if kind == "lore":
+        return f"{prefix}_lore"
+    return f"{prefix}_{kind}_{safe_part(space.partition(':')[2])}"
+
+
+def shared_collection(prefix: str, space: str) -> str:
+    """Collection of a space in the shared layout: ``lm_shared_viewer`` and so on."""
+    return f"{prefix}_shared_{space_kind(space)}"
+
+
+def manifest_collection(prefix: str) -> str:
+    return f"{prefix}_manifest"
+
+
+# -- payload -----------------------------------------------------------------------------------
+
+
+def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
+    """Every ``MemoryRecord`` field, JSON-ready (datetimes ISO, tuples as lists)."""
+    return {
+        "id": record.id,
+        "space": record.space,
+        "kind": record.kind.value,
+        "text": record.text,
+        "user_id": record.user_id,
+        "login": record.login,
+        "stream": record.stream,
+        "turn_id": record.turn_id,
+        "origin_message_ids": list(record.origin_message_ids),
+        "participants": list(record.participants),
+        "first_ts": _iso(record.first_ts),
+        "last_ts": _iso(record.last_ts),
+        "created_at": _iso(record.created_at),
+        "corrects": record.corrects,
+        "extra": dict(record.extra),
+        "schema": SCHEMA,
+    }
+
+
+def from_payload(payload: Mapping[str, Any]) -> records.MemoryRecord:
+    values: dict[str, Any] = {
+        name: payload.get(name)
+        for name in ("id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects")
+    }
+    values["kind"] = records.MemoryKind(payload["kind"])
+    values["origin_message_ids"] = tuple(payload.get("origin_message_ids") or ())
+    values["participants"] = tuple(payload.get("participants") or ())
+    for name in _DATETIME_FIELDS:
+        raw = payload.get(name)
+        if raw is not None:
+            values[name] = datetime.fromisoformat(raw)
+    values["extra"] = dict(payload.get("extra") or {})
+    return records.MemoryRecord(**values)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+# -- embedder record ---------------------------------------------------------------------------
+
+
+def embedder_metadata(embedder: ports.Embedder, **more: Any) -> dict[str, Any]:
+    """What a collection records about the vectors it holds."""
+    return {"schema": SCHEMA, "embedder": embedder.name, "dim": embedder.dim, **more}
+
+
+def check_embedder(
+    recorded: Mapping[str, Any] | None, embedder: ports.Embedder, where: str
+) -> None:
+    """Raise ``errors.EmbedderMismatch`` unless ``recorded`` names ``embedder`` (name and dim)."""
+    name = (recorded or {}).get("embedder")
+    dim = (recorded or {}).get("dim")
+    if name == embedder.name and dim == embedder.dim:
+        return
+    made_by = f"{name} (dim {dim})" if name else "an unknown embedder (no livememory metadata)"
+    raise errors.EmbedderMismatch(
+        f"Qdrant collection {where} holds vectors made by {made_by}, but the configured embedder "
+        f"is {embedder.name} (dim {embedder.dim}); vectors of different embedders never mix. "
+        f"Set LIVEMEMORY_MEMORY__EMBEDDER (and LIVEMEMORY_OLLAMA__EMBED_MODEL) back to the "
+        f"embedder that made them, or start over with a fresh LIVEMEMORY_DATA_DIR (or another "
+        f"LIVEMEMORY_QDRANT__COLLECTION_PREFIX) and re-consolidate.",
+        recorded=name,
+        configured=embedder.name,
+    )
+
+
+# -- ranking -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """A dense search hit before ranking."""
+
+    record: records.MemoryRecord
+    score: float
+    #: id of the correction recorded on the stored point
+    corrected_by: str | None = None
+
+
+def fetch_size(limit: int) -> int:
+    """How many dense candidates to fetch for ``limit`` results (room for corrections, kinds)."""
+    return max(4 * limit, 20)
+
+
+def lexical_overlap(query_terms: Collection[str], text: str) -> float:
+    """Share (0..1) of the query's distinct content terms that appear in ``text``."""
+    if not query_terms:
+        return 0.0
+    present = set(embedders.terms(text))
+    return sum(1 for term in query_terms if term in present) / len(query_terms)
+
+
+def rank(
+    query: str,
+    candidates: Sequence[Candidate],
+    corrections: Mapping[str, records.MemoryRecord],
+    *,
+    limit: int,
+    kinds: Collection[records.MemoryKind] | None = None,
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> list[records.MemoryHit]:
+    """Apply corrections, the lexical signal and ``kinds``; best ``limit`` hits.
+
+    ``corrections`` maps a correction id to the (still existing) correction record, for the
+    ``corrected_by`` marks of the candidates.
+    """
+    best: dict[str, tuple[records.MemoryRecord, float]] = {}
+    for candidate in candidates:
+        record, score = candidate.record, candidate.score
+        replacement = corrections.get(candidate.corrected_by or "")
+        if replacement is not None:
+            record = replacement
+        current = best.get(record.id)
+        if current is None or score > current[1]:
+            best[record.id] = (record, score)
+    terms = set(embedders.terms(query)) if lexical_weight else set()
+    hits: list[records.MemoryHit] = []
+    for record, dense in best.values():
+        if kinds is not None and record.kind not in kinds:
+            continue
+        score = dense + lexical_weight * lexical_overlap(terms, record.text)
+        if record.kind is records.MemoryKind.CORRECTION:
+            score += CORRECTION_BOOST
+        hits.append(records.MemoryHit(record=record, score=score))
+    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
+    return hits[:limit]
