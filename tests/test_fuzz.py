@@ -23,7 +23,7 @@ from bot.twitch.components import chat
 from memory import errors, identity, inbound, models
 from memory.history import transcript_file
 from memory.ops import commands
-from tests.fakes import twitch as fake_twitch
+from tests.fakes import eventsub
 
 #: text as hostile as it gets: every code point, lone surrogates and NUL included
 hostile_text = st.text(
@@ -159,7 +159,7 @@ def test_eventsub_chat_handler_stores_or_refuses_every_notification(
     badges: list[str],
     timestamp: str | None,
 ) -> None:
-    payload = fake_twitch.chat_event(user_id="1", login="x", text="x")
+    payload = eventsub.chat_event(user_id="1", login="x", text="x")
     payload.update(
         message_id=message_id,
         chatter_user_id=user_id,

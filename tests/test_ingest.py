@@ -56,7 +56,7 @@ def make(path: Path, db: Postgres, accepted: list[str], capacity: int = 100) -> 
 
 
 async def test_the_spool_survives_a_restart_and_drains_in_order(tmp_path: Path) -> None:
-    db, accepted = Postgres(), []
+    db, accepted = Postgres(), list[str]()
     first = make(tmp_path / "spool.sqlite", db, accepted)
     for n in range(5):
         await first.feed(chat(n))
@@ -76,7 +76,7 @@ async def test_the_spool_survives_a_restart_and_drains_in_order(tmp_path: Path) 
 async def test_a_full_spool_refuses_loudly_and_counts(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    db, accepted = Postgres(), []
+    db, accepted = Postgres(), list[str]()
     registry = prometheus_client.CollectorRegistry()
     box = make(tmp_path / "spool.sqlite", db, accepted, capacity=3)
     box.metrics = metrics.ReliabilityMetrics(registry)

@@ -18,7 +18,7 @@ import prometheus_client
 from memory import metrics, models, pipeline, session
 from memory import runtime as services_module
 from memory.adapters import redis as redis_adapter
-from memory.consolidate import jobs, worker
+from memory.consolidate import jobs, outcomes, worker
 from memory.history import transcript, working
 from tests import servers
 
@@ -138,9 +138,9 @@ async def test_a_worker_restarting_under_its_name_takes_back_its_jobs_at_once(
     by_other = await jobs.claim(db, other)
     assert claimed is not None and by_other is not None  # both "die" holding their job
 
-    outcomes = await worker.Worker(db, settings, {"k": handler}, name="worker-1").run_until_empty()
+    done = await worker.Worker(db, settings, {"k": handler}, name="worker-1").run_until_empty()
 
-    assert ran == [claimed.id] and outcomes[worker.Outcome.SUCCEEDED] == 1
+    assert ran == [claimed.id] and done[outcomes.Outcome.SUCCEEDED] == 1
     again = await jobs.get(db, claimed.id)
     assert again is not None and again.status is jobs.JobStatus.SUCCEEDED
     assert again.attempts == 2  # the interrupted attempt counts
