@@ -42,6 +42,10 @@ class UnknownViewer(MemoryServiceError):
     """No viewer with that login or user id is known."""
 
 
+class AmbiguousViewer(MemoryServiceError):
+    """That login names more than one viewer: name one by user id."""
+
+
 class UnknownMemory(MemoryServiceError):
     """No memory with that id exists."""
 

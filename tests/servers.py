@@ -20,11 +20,20 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests import conftest
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 #: how long a server may take to answer after a start (a loaded CI machine is slow)
 START_DEADLINE_SECONDS = 30.0
+
+
+def _missing(what: str) -> None:
+    """Skip locally; fail where the services are required (CI: ``.ci/run`` installs them)."""
+    if conftest.REQUIRE_SERVICES:
+        pytest.fail(what)
+    pytest.skip(what)
 
 
 def free_port() -> int:
@@ -64,7 +73,7 @@ class PostgresServer:
     def __init__(self) -> None:
         bindir = _postgres_bin()
         if bindir is None:
-            pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+            _missing("no PostgreSQL server binaries (apt-get install postgresql)")
         self.bindir = bindir
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="lm-fault-pg-"))
@@ -107,7 +116,7 @@ class RedisServer:
     def __init__(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            pytest.skip("no redis-server (apt-get install redis-server)")
+            _missing("no redis-server (apt-get install redis-server)")
         self.binary = binary
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
