@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 START_DEADLINE_SECONDS = 30.0
 
 
-def _missing(what: str) -> None:
+def _missing(what: str) -> NoReturn:
     """Skip locally; fail where the services are required (CI: ``.ci/run`` installs them)."""
     if conftest.REQUIRE_SERVICES:
         pytest.fail(what)
