@@ -37,6 +37,8 @@ LOGIN_MAX = 64
 NAME_MAX = 64
 #: stream session ids (Twitch: decimal digits; ours: ``tmp-<time>-<hex>``)
 STREAM_MAX = 128
+#: badges on one message (Twitch shows a few)
+BADGES_MAX = 16
 #: the earliest chat time accepted
 TS_MIN = datetime(2000, 1, 1, tzinfo=UTC)
 #: how far ahead of this machine's clock a chat time may be (clock skew)

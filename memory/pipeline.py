@@ -172,6 +172,7 @@ class TurnPipeline:
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
         """Answer one batch. The batch's events must already be in the transcript."""
+        started = time.perf_counter()
         chat = batch.chat
         turn_id = await self.transcript.start_turn(batch.stream, [e.id for e in chat])
         report = models.TurnReport(
@@ -201,6 +202,7 @@ class TurnPipeline:
                     turn_id=turn_id,
                 )
             )
+        report.timings_ms["turn_total"] = (time.perf_counter() - started) * 1000
         await self._journal(
             turn_id, batch.stream, report, ts=batch.closed_at, consolidate=bool(chat)
         )

@@ -8,6 +8,7 @@ its line number and what is wrong, after every line before it was yielded.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Literal
 
 import pydantic
@@ -20,6 +21,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+_BADGE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def badge_name(raw: str) -> str:
+    """A Twitch badge id as the transcript keeps it (``Founder`` → ``founder``); "" when it is not
+    one (Twitch names badges like ``subscriber``, ``founder``, ``artist-badge``, ``bits-leader``)."""
+    name = raw.strip().casefold()
+    return name if _BADGE.match(name) else ""
+
+
 class TranscriptLine(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", str_strip_whitespace=False)
 
@@ -29,13 +40,20 @@ class TranscriptLine(pydantic.BaseModel):
     user_id: inbound.UserId
     login: inbound.Login
     name: inbound.DisplayName | None = None
-    badges: list[Literal["broadcaster", "moderator", "vip", "subscriber"]] = pydantic.Field(
-        default=[], max_length=4
-    )
+    #: Twitch badge ids; the bot gives meaning to broadcaster, moderator, vip and subscriber
+    badges: list[str] = pydantic.Field(default=[], max_length=inbound.BADGES_MAX)
     text: inbound.ChatText
     kind: Literal["message", "event"] = "message"
     event: Literal["sub", "raid", "cheer", "follow"] | None = None
     reply_to: inbound.MessageId | None = None
+
+    @pydantic.field_validator("badges")
+    @classmethod
+    def _badge_names(cls, value: list[str]) -> list[str]:
+        names = [badge_name(badge) for badge in value]
+        if not all(names):
+            raise ValueError("a badge is a Twitch badge id like 'subscriber' or 'artist-badge'")
+        return names
 
     @pydantic.model_validator(mode="after")
     def _event_needs_name(self) -> TranscriptLine:
