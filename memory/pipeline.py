@@ -225,7 +225,12 @@ class TurnPipeline:
         items, degraded = await self.history.read(batch.stream, unanswered=ids)
         if degraded:
             report.degraded.append(models.Degraded(source="history", reason="unavailable"))
-        past = await self._honour_redactions([i for i in items if i.message_id not in ids])
+        # Postgres going away mid-turn: the read waits for it like the turn's end does
+        past = await outage.patiently(
+            lambda: self._honour_redactions([i for i in items if i.message_id not in ids]),
+            wait_seconds=self.journal_wait_seconds,
+            what=f"turn {turn_id}",
+        )
         system = models.HistoryItem(
             role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
         )
