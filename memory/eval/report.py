@@ -62,6 +62,8 @@ QUALITY_COLUMNS = (
     ("mem p95 ms", None),
     ("degraded", "degraded_turns"),
     ("tokens/naive", "token_ratio"),
+    ("evidence kept", "evidence_kept"),
+    ("noise stored", "noise_stored"),
 )
 
 
@@ -72,9 +74,9 @@ def quality_table(results: Sequence[harness.Result]) -> str:
         row: list[Any] = [result.case, result.config]
         for title, key in QUALITY_COLUMNS:
             if title == "mem p50 ms":
-                row.append(m["latency_ms"]["p50"])
+                row.append(m.get("latency_ms", {}).get("p50"))
             elif title == "mem p95 ms":
-                row.append(m["latency_ms"]["p95"])
+                row.append(m.get("latency_ms", {}).get("p95"))
             else:
                 row.append(m.get(key or ""))
         rows.append(row)
