@@ -55,7 +55,8 @@ class OllamaSettings(_Section):
     chat_model: str = "llama3.2:3b"
     #: model used by the ``summarizing`` reducer; the chat model when unset
     summary_model: str | None = None
-    embed_model: str = "all-minilm"
+    #: multilingual (chat here is English and Italian): see the README, "Embedders"
+    embed_model: str = "paraphrase-multilingual"
     #: seconds for one model call
     timeout_seconds: float = Field(120.0, gt=0)
     temperature: float = 0.7
