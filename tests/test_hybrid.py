@@ -4,8 +4,6 @@ fake and both Qdrant layouts; collections made before it keep working (dense onl
 from __future__ import annotations
 
 import logging
-import uuid
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +16,7 @@ from memory.spaces import embedders, lexical, records
 from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
 from tests.fakes import spaces as fake_spaces
+from tests.test_spaces import record
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
 
 ALICE = identity.personal_key("1001")
 STREAM = identity.episodic_key("s1")
-T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 
 
 class BlindEmbedder:
@@ -36,19 +34,6 @@ class BlindEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [[0.5, 0.5, 0.5, 0.5] for _ in texts]
-
-
-def record(space: str, text: str, **fields: Any) -> records.MemoryRecord:
-    values: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
-        "space": space,
-        "kind": records.MemoryKind.PERSONAL,
-        "text": text,
-        "turn_id": "turn-1",
-        "created_at": T0,
-    }
-    values.update(fields)
-    return records.MemoryRecord(**values)
 
 
 @pytest.fixture(params=["fake", "per_space", "shared"])
