@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from memory.adapters import qdrant_collections
+from memory.adapters import qdrant_collections, qdrant_hybrid
 from memory.spaces import lexical
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
@@ -168,14 +168,8 @@ class QdrantSpaces:
             payload[spaces_module.CORRECTED_BY_KEY] = marker
             if self.shared:
                 payload[spaces_module.TENANT_KEY] = space
-            point_vector: Any = vector
-            if hybrid:
-                indices, values = lexical.document(record.text, record.login)
-                point_vector = {
-                    lexical.DENSE: vector,
-                    lexical.SPARSE: qm.SparseVector(indices=indices, values=values),
-                }
-            points.append(qm.PointStruct(id=record.id, vector=point_vector, payload=payload))
+            vectors = qdrant_hybrid.point_vector(hybrid, record, vector)
+            points.append(qm.PointStruct(id=record.id, vector=vectors, payload=payload))
         await self.client.upsert(name, points=points, wait=True)
         in_group = {r.id for r, _ in group}
         for target, correction in corrects.items():
@@ -362,46 +356,16 @@ class QdrantSpaces:
         fetch: int,
         conditions: Sequence[qm.Condition],
     ) -> builtins.list[spaces_module.Candidate]:
-        """Dense search (a collection made before hybrid search, or a query without a content
-        word), else dense and sparse lexical prefetches fused by reciprocal rank in one call."""
-        where = _filter(conditions)
-        if sparse is None:
-            response = await self.client.query_points(
-                name, query=vector, limit=fetch, query_filter=where, with_payload=True
-            )
-        elif not sparse[0]:
-            response = await self.client.query_points(
-                name,
-                query=vector,
-                using=lexical.DENSE,
-                limit=fetch,
-                query_filter=where,
-                with_payload=True,
-            )
-        else:
-            indices, values = sparse
-            response = await self.client.query_points(
-                name,
-                prefetch=[
-                    qm.Prefetch(query=vector, using=lexical.DENSE, limit=fetch, filter=where),
-                    qm.Prefetch(
-                        query=qm.SparseVector(indices=indices, values=values),
-                        using=lexical.SPARSE,
-                        limit=fetch,
-                        filter=where,
-                    ),
-                ],
-                query=qm.FusionQuery(fusion=qm.Fusion.RRF),
-                limit=fetch,
-                with_payload=True,
-            )
+        points = await qdrant_hybrid.query(
+            self.client, name, vector, sparse, fetch, _filter(conditions)
+        )
         return [
             spaces_module.Candidate(
                 record=spaces_module.from_payload(p.payload or {}),
                 score=p.score,
                 corrected_by=(p.payload or {}).get(spaces_module.CORRECTED_BY_KEY),
             )
-            for p in response.points
+            for p in points
         ]
 
     async def _corrections(

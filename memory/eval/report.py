@@ -284,6 +284,13 @@ METHOD = """## Method
 - **episodic R**: probes about a moment that more chat messages separate from the question than the
   loaded working history held; a hit when every evidence message was recalled.
 - **target planned**: share of probes about a viewer where the planner selected that viewer.
+- **peers** (`bm25`, `bm25_speaker`, `dense_speaker`; `memory/eval/peers.py`): what a user would use
+  instead, scored in the same run on the same probes: BM25 (bm25s) over every message said before the
+  probe, the same with each message prefixed by its speaker, and the evaluated embedder over the
+  speaker-prefixed messages. They rank everyone's messages, so attribution is not scored for them.
+- **evidence kept**: share of the probes' personal evidence messages that the consolidation filter
+  keeps as a memory; **noise stored**: share of the synthetic gold noise (chat noise, claims about
+  other viewers) it would store (`memory/eval/filtering.py`).
 - **degraded**: turns where a source was dropped (timeout, error, budget); **tokens/naive**: prompt
   tokens over a naive prompt holding the whole chat history (same token estimate).
 """

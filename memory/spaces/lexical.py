@@ -37,6 +37,9 @@ K1, B = 1.2, 0.75
 AVERAGE_TERMS = 12.0
 #: Qdrant's reciprocal-rank-fusion constant
 RRF_K = 2
+#: weights of the dense and the sparse ranking in the fusion (a weight w turns rank r into r / w)
+DENSE_WEIGHT = 1.0
+SPARSE_WEIGHT = 1.0
 
 SparseVector = tuple[list[int], list[float]]
 
@@ -71,10 +74,19 @@ def idf(document_frequency: int, documents: int) -> float:
     return math.log((documents - document_frequency + 0.5) / (document_frequency + 0.5) + 1)
 
 
-def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
-    """Reciprocal rank fusion of id rankings (best first): id → fused score."""
+def weights() -> list[float]:
+    """The fusion weights of the dense and the sparse ranking, in prefetch order."""
+    return [DENSE_WEIGHT, SPARSE_WEIGHT]
+
+
+def fuse(
+    rankings: Sequence[Sequence[str]], k: int | None = None, by: Sequence[float] | None = None
+) -> dict[str, float]:
+    """Weighted reciprocal rank fusion of id rankings (best first): id → fused score (Qdrant's
+    formula: ``1 / ((rank + 1) / w + k − 1)``)."""
+    k = RRF_K if k is None else k
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, by or [1.0] * len(rankings), strict=True):
         for rank, item in enumerate(ranking):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (rank + k)
+            scores[item] = scores.get(item, 0.0) + 1.0 / ((rank + 1) / weight + k - 1)
     return scores
