@@ -38,8 +38,9 @@ AVERAGE_TERMS = 12.0
 #: Qdrant's reciprocal-rank-fusion constant
 RRF_K = 2
 #: weights of the dense and the sparse ranking in the fusion (a weight w turns rank r into r / w)
+#: (LoCoMo conversation 0, offline embedder: sparse weight 2 → R@5 0.487, 1 → 0.457; k = 10 → 0.466)
 DENSE_WEIGHT = 1.0
-SPARSE_WEIGHT = 1.0
+SPARSE_WEIGHT = 2.0
 
 SparseVector = tuple[list[int], list[float]]
 
