@@ -27,13 +27,6 @@ def point_vector(hybrid: bool, record: memory_records.MemoryRecord, dense: list[
     return {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
 
 
-def fusion() -> qm.Query:
-    """Reciprocal rank fusion: plain (any Qdrant with hybrid queries) unless weighted or another k."""
-    if lexical.RRF_K == 2 and lexical.DENSE_WEIGHT == lexical.SPARSE_WEIGHT == 1.0:
-        return qm.FusionQuery(fusion=qm.Fusion.RRF)
-    return qm.RrfQuery(rrf=qm.Rrf(k=lexical.RRF_K, weights=lexical.weights()))
-
-
 async def query(
     client: AsyncQdrantClient,
     name: str,
@@ -59,18 +52,19 @@ async def query(
         )
     else:
         indices, values = sparse
+        lexical_prefetch = qm.Prefetch(
+            query=qm.SparseVector(indices=indices, values=values),
+            using=lexical.SPARSE,
+            limit=fetch,
+            filter=where,
+        )
         response = await client.query_points(
             name,
             prefetch=[
                 qm.Prefetch(query=dense, using=lexical.DENSE, limit=fetch, filter=where),
-                qm.Prefetch(
-                    query=qm.SparseVector(indices=indices, values=values),
-                    using=lexical.SPARSE,
-                    limit=fetch,
-                    filter=where,
-                ),
+                *[lexical_prefetch] * lexical.SPARSE_COPIES,
             ],
-            query=fusion(),
+            query=qm.FusionQuery(fusion=qm.Fusion.RRF),
             limit=fetch,
             with_payload=True,
         )

@@ -163,7 +163,7 @@ def _hybrid(
         p.record.id: sum(idf[t] * p.sparse[t] for t in terms if t in p.sparse) for p in chosen
     }
     sparse = sorted((i for i, v in sparse_scores.items() if v > 0), key=lambda i: -sparse_scores[i])
-    fused = lexical.fuse([[p.record.id for p in dense], sparse[:fetch]], by=lexical.weights())
+    fused = lexical.fuse([[p.record.id for p in dense], *[sparse[:fetch]] * lexical.SPARSE_COPIES])
     ranked = sorted(fused, key=lambda i: -fused[i])[:fetch]
     return [
         spaces_module.Candidate(
