@@ -50,6 +50,13 @@ def parser() -> argparse.ArgumentParser:
         help="the embedder of the system and of the dense peer (ollama/auto read OLLAMA_HOST)",
     )
     p.add_argument(
+        "--locomo-first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="full runs: only LoCoMo's first N conversations (a development subset; 1 = conv-26)",
+    )
+    p.add_argument(
         "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
@@ -74,6 +81,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append("--quick")
     if args.embedder != harness.DEFAULT_EMBEDDER:
         parts.append(f"--embedder {args.embedder}")
+    if args.locomo_first is not None:
+        parts.append(f"--locomo-first {args.locomo_first}")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
     elif args.command == "report" and args.bench_from:
@@ -94,6 +103,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         system=args.system,
         embedder=args.embedder,
         with_peers=not args.no_peers,
+        locomo_first=args.locomo_first,
     )
     print(report.quality_table(results))
     for source, why in skipped.items():

@@ -7,6 +7,7 @@ all of LoCoMo (categories 1–4) and the busiest IRC hours.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -80,8 +81,6 @@ def irc_case(data_dir: Path, sizes: Sizes) -> harness.Case:
 
 
 def _no_reply(event: Any) -> Any:
-    import dataclasses
-
     return dataclasses.replace(event, reply_to=None)
 
 
@@ -110,10 +109,13 @@ async def run_quality(
     system: str = "full",
     embedder: str = harness.DEFAULT_EMBEDDER,
     with_peers: bool = True,
+    locomo_first: int | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
     """Results per source (the system's, then its peers' on the same probes), and what was
-    skipped with the reason."""
+    skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only."""
     sizes = QUICK if quick else FULL
+    if locomo_first is not None and not quick:
+        sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
     results: list[harness.Result] = []
     skipped: dict[str, str] = {}
     peer_embedder = await _peer_embedder(embedder) if with_peers else None
