@@ -29,6 +29,7 @@ DROPPED = [
     ("I won", None, noise.EPHEMERAL),
     ("no way", "do you have a dog?", noise.NOT_SELF),
     ("nice shot", "what game is this?", noise.NOT_SELF),  # the question was not put to them
+    ("the music is fire", "@Mnemo what do you remember about me?", noise.NOT_SELF),  # nor this
     ("that jump was clean", None, noise.NOT_SELF),
 ]
 

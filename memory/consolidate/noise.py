@@ -367,7 +367,8 @@ def classify(text: str, *, bot_names: Collection[str] = (), previous: str | None
             addressed = addressed or (words < 0 and clause_number == 0)
             content += max(words, 0)
     if first == NOT_SELF and not addressed:
-        return _without_first_person(text, content, previous)
+        asked = previous if previous and _addressee(previous, bot_pattern) is None else None
+        return _without_first_person(text, content, asked)
     return Verdict(keep=False, reason=first or NOT_SELF)
 
 
@@ -384,7 +385,8 @@ def _content_words(clause: str) -> int:
 
 
 def _without_first_person(text: str, content: int, previous: str | None) -> Verdict:
-    """A message with no first-person clause: kept when it answers a question put to its author,
+    """A message with no first-person clause: kept when it answers a question put to its author
+    (``previous``: not one put to the bot or to an @mentioned viewer),
     or when it says enough on its own (a description of the author's life: "They're tough kids",
     "Been busy volunteering at the shelter") and is not about someone else or the stream."""
     if _MENTION.search(text):  # addressed to someone: about them
