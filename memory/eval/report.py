@@ -154,7 +154,7 @@ def plots(
     written = []
     fig, ax = plt.subplots(figsize=(7, 4))
     for result in results:
-        if result.latencies_ms:
+        if result.latencies_ms and not result.metrics.get("peer"):  # peers: query time only
             ax.hist(
                 result.latencies_ms, bins=40, alpha=0.5, label=f"{result.case} ({result.config})"
             )
