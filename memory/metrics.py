@@ -7,12 +7,9 @@ process passes one it exposes), never the global default registry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-if TYPE_CHECKING:
-    from memory import models
+from memory import models
 
 #: seconds; the stage budget is 1 s by default
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0)
@@ -38,6 +35,8 @@ class MemoryMetrics:
       per turn (buckets) and over time (``rate(..._sum)``)
     * ``livememory_prompt_tokens_estimate`` — histogram
     * ``livememory_turns_total{status}``
+    * ``livememory_silent_turns_total{reason}`` — turns the reply policy kept quiet, by reason
+      (``not_addressed``, ``viewer_cooldown``, ``ambient_interval``, ``quiet``)
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -88,6 +87,12 @@ class MemoryMetrics:
         self.turns = Counter(
             "livememory_turns", "Turns by final status", ["status"], registry=registry
         )
+        self.silent = Counter(
+            "livememory_silent_turns",
+            "Turns without a reply (the reply policy chose silence), by reason",
+            ["reason"],
+            registry=registry,
+        )
 
     def cache_lookup(self, kind: str, result: str) -> None:
         self.cache.labels(source=kind, result=result).inc()
@@ -101,7 +106,9 @@ class MemoryMetrics:
             self.degraded.labels(source=source_kind(degraded.source), reason=degraded.reason).inc()
         for item in report.recall:
             self.recall_items.labels(source=item.source).inc()
-        if report.command is None:
+        if report.status is models.TurnStatus.SILENT:
+            self.silent.labels(reason=report.reason or "unknown").inc()
+        elif report.command is None:
             prompt = report.prompt
             self.messages_in_history.observe(prompt.messages_in_history)
             self.messages_sent.observe(prompt.messages_sent)

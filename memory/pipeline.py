@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memory import errors, models
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from memory import ports
+    from memory import reply as reply_module
     from memory.history import transcript
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,12 @@ class ToolRound(Protocol):
     records: list[dict[str, Any]]
 
 
+class ReplyDecider(Protocol):
+    """The reply policy (``memory.reply.ReplyPolicy``): speak on this batch, or stay silent."""
+
+    async def decide(self, batch: models.Batch) -> reply_module.Decision: ...
+
+
 class ToolRunner(Protocol):
     def tool_schemas(self) -> list[dict[str, Any]]: ...
 
@@ -50,6 +57,8 @@ class ToolRunner(Protocol):
         stream: str,
         calls: Sequence[models.ToolCall],
         speakers: Mapping[str, str],
+        *,
+        privileged: bool = False,
     ) -> ToolRound: ...
 
     async def record_barrier(
@@ -133,6 +142,8 @@ class Seams:
     retriever: ports.Retriever
     reducer: ports.Reducer
     tools: ToolRunner | None = None
+    #: None: every batch gets a reply
+    reply: ReplyDecider | None = None
 
 
 class TurnPipeline:
@@ -149,6 +160,7 @@ class TurnPipeline:
         max_tool_rounds: int = 3,
         max_attempts: int = 5,
         metrics: TurnMetrics | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.transcript = transcript
         self.history = history
@@ -158,6 +170,9 @@ class TurnPipeline:
         self.max_tool_rounds = max_tool_rounds
         self.max_attempts = max_attempts
         self.metrics = metrics
+        #: the ingestion redactor, applied to the model's reply too (it may echo a secret it
+        #: guessed or was fed by a tool) before it is journaled or sent
+        self.redact = redact
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
         """Answer one batch. The batch's events must already be in the transcript."""
@@ -177,29 +192,16 @@ class TurnPipeline:
         ]
         new_items: list[models.HistoryItem] = list(current)
         try:
-            system = models.HistoryItem(
-                role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
-            )
-            reduced = await self.seams.reducer.reduce(batch.stream, [system, *past, *current])
-            # what the model will see of the past: planner and retrieval compare against it
-            shown = [i for i in reduced[1:] if i.turn_id != turn_id or i.summary]
-            report.plan = self.seams.planner.plan(batch, shown)
-            recall = await self.seams.retriever.retrieve(report.plan, batch, shown)
-            report.recall, report.degraded = list(recall.items), list(recall.degraded)
-            report.timings_ms.update(recall.timings_ms)
-            messages = to_prompt(reduced, recall.block)
-            report.prompt = models.PromptStats(
-                messages_in_history=len(past) + len(current),
-                messages_sent=len(messages),
-                tokens_estimate=models.estimate_messages_tokens(messages),
-                preview=render(messages)[-PREVIEW_CHARS:],
-            )
-            if self.model is not None:
-                started = time.perf_counter()
-                report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
-                new_items.extend(tool_items)
-                report.timings_ms["model"] = (time.perf_counter() - started) * 1000
-            report.status = models.TurnStatus.COMPLETED
+            decision = await self.seams.reply.decide(batch) if self.seams.reply else None
+            if decision is not None:
+                report.reason = decision.reason
+            if decision is not None and not decision.speak:
+                # still journaled and consolidated; no plan, no recall, no model call
+                report.status = models.TurnStatus.SILENT
+                report.prompt.messages_in_history = len(past) + len(current)
+            else:
+                new_items.extend(await self._answer(turn_id, batch, past, current, report))
+                report.status = models.TurnStatus.COMPLETED
         except errors.MemoryServiceError as exc:
             report.status, report.error = models.TurnStatus.FAILED, str(exc)
             logger.warning("turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
@@ -230,6 +232,41 @@ class TurnPipeline:
         if self.metrics is not None:
             self.metrics.record_turn(report)
         return report
+
+    async def _answer(
+        self,
+        turn_id: str,
+        batch: models.Batch,
+        past: list[models.HistoryItem],
+        current: list[models.HistoryItem],
+        report: models.TurnReport,
+    ) -> list[models.HistoryItem]:
+        """Reduce, plan, recall, prompt and ask the model; returns the tool items of the turn."""
+        system = models.HistoryItem(
+            role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
+        )
+        reduced = await self.seams.reducer.reduce(batch.stream, [system, *past, *current])
+        # what the model will see of the past: planner and retrieval compare against it
+        shown = [i for i in reduced[1:] if i.turn_id != turn_id or i.summary]
+        report.plan = self.seams.planner.plan(batch, shown)
+        recall = await self.seams.retriever.retrieve(report.plan, batch, shown)
+        report.recall, report.degraded = list(recall.items), list(recall.degraded)
+        report.timings_ms.update(recall.timings_ms)
+        messages = to_prompt(reduced, recall.block)
+        report.prompt = models.PromptStats(
+            messages_in_history=len(past) + len(current),
+            messages_sent=len(messages),
+            tokens_estimate=models.estimate_messages_tokens(messages),
+            preview=render(messages)[-PREVIEW_CHARS:],
+        )
+        if self.model is None:
+            return []
+        started = time.perf_counter()
+        report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
+        if self.redact is not None and report.reply:
+            report.reply = self.redact(report.reply)
+        report.timings_ms["model"] = (time.perf_counter() - started) * 1000
+        return tool_items
 
     async def _honour_redactions(self, items: list[models.HistoryItem]) -> list[models.HistoryItem]:
         """A message forgotten everywhere leaves every prompt at once, whatever history cache
@@ -279,6 +316,7 @@ class TurnPipeline:
         tools = self.seams.tools
         schemas = tools.tool_schemas() if tools else None
         speakers = {e.login.lower(): e.user_id for e in batch.events}
+        privileged = any(e.is_moderator for e in batch.chat)
         items: list[models.HistoryItem] = []
         reply = await self.model.chat(messages, tools=schemas)
         rounds = 0
@@ -291,7 +329,9 @@ class TurnPipeline:
                 turn_id=turn_id,
                 tool_calls=reply.tool_calls,
             )
-            outcome = await tools.run(turn_id, batch.stream, reply.tool_calls, speakers)
+            outcome = await tools.run(
+                turn_id, batch.stream, reply.tool_calls, speakers, privileged=privileged
+            )
             items += [call_item, *outcome.results]
             report.tools.extend(outcome.records)
             messages = [*messages, *to_prompt([call_item, *outcome.results], "")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -65,6 +66,16 @@ class Session:
                 logger.info(
                     "working history of %s rebuilt from the transcript: %d items", stream, count
                 )
+
+    def redact(self, event: models.ChatEvent) -> models.ChatEvent:
+        """The event with secrets and personal data replaced, before anything is written."""
+        redactor = self.services.redactor
+        if redactor is None:
+            return event
+        result = redactor.redact(event.text)
+        if not result.kinds:
+            return event
+        return dataclasses.replace(event, text=result.text, redacted=result.kinds)
 
     async def store(self, event: models.ChatEvent) -> bool:
         """Write the event to the transcript; False when a finished turn already answered it."""
@@ -135,6 +146,7 @@ class Replay(Session):
     """Feeds a transcript through the pipeline in order; the batcher uses the events' own time."""
 
     async def feed(self, event: models.ChatEvent) -> None:
+        event = self.redact(event)
         if not await self.store(event):
             return
         for batch in self.batcher.feed(event):
@@ -166,6 +178,7 @@ class LiveSession(Session):
         self._timer: asyncio.Task[None] | None = None
 
     async def feed(self, event: models.ChatEvent) -> None:
+        event = self.redact(event)
         if not await self.store(event):
             return
         for batch in self.batcher.feed(event):

@@ -131,6 +131,9 @@ def make_settings(tmp_path: Path, database_url: str) -> SettingsFactory:
             "ollama_host": "http://127.0.0.1:9",
             "memory": {"embedder": "offline"},
             "worker": {"in_process": False, "backoff_base_seconds": 0.0},
+            # every batch answered, as before the reply policy (issue 10): tests of memory get
+            # a turn per batch; tests of the policy ask for ``addressed`` / ``ambient``
+            "reply": {"policy": "always"},
         }
         for key, value in overrides.items():
             if isinstance(value, dict) and isinstance(values.get(key), dict):

@@ -29,6 +29,8 @@ def env(database_url: str, tmp_path: Path) -> dict[str, str]:
         "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
         "OLLAMA_HOST": "http://127.0.0.1:9",
         "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
+        # a report with plan and recall for every batch, as before the reply policy
+        "LIVEMEMORY_REPLY__POLICY": "always",
     }
 
 

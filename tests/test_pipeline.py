@@ -162,6 +162,8 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
             stream: str,
             batch_calls: Sequence[models.ToolCall],
             speakers: Mapping[str, str],
+            *,
+            privileged: bool = False,
         ) -> Round:
             calls.extend((c.name, dict(c.arguments)) for c in batch_calls)
             return Round(batch_calls[0])

@@ -89,6 +89,7 @@ async def run_bot(
             delivery_log=deliveries.DeliveryLog(services.db),
             session=http,
             on_channels=register,
+            on_login=services.reply.set_bot_login if services.reply else None,
         )
         return await _serve(bot, session, stop, ready)
 

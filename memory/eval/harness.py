@@ -139,6 +139,8 @@ def eval_settings(
         "qdrant_url": None,
         "ollama_host": DEAD_OLLAMA,
         "bot_name": BOT_NAME,
+        # every batch is answered: the evaluation measures memory, not when the bot speaks
+        "reply": {"policy": "always"},
         **top,
     }
     for section, fields in (overrides or {}).items():
