@@ -3,23 +3,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import dataclasses
 from typing import Any
 
 from memory import models
+from tests import chatlog
 
-T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
+T0 = chatlog.T0
 
 
 def chat(n: int, login: str, text: str, **extra: Any) -> models.ChatEvent:
     command = text.startswith("!")
     extra.setdefault("kind", models.EventKind.COMMAND if command else models.EventKind.MESSAGE)
-    return models.ChatEvent(
-        id=f"m{n}",
-        stream="s1",
-        user_id=f"id-{login}",
-        login=login,
-        text=text,
-        ts=T0 + timedelta(seconds=3 * n),
-        **extra,
-    )
+    return dataclasses.replace(chatlog.chat(3 * n, login, text), id=f"m{n}", **extra)
