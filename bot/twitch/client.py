@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from bot.twitch import deliveries, tokens
     from config.settings import Settings
+    from memory import metrics as metrics_module
     from memory import models
 
     ChatSink = Callable[[models.ChatEvent], Awaitable[None]]
@@ -63,6 +64,7 @@ class LiveMemoryBot(commands.Bot):
         clock: sending.Clock | None = None,
         on_channels: Callable[[list[Channel]], Awaitable[None]] | None = None,
         on_login: Callable[[str], None] | None = None,
+        metrics: metrics_module.OperatorMetrics | None = None,
     ) -> None:
         twitch = settings.twitch
         credentials.check(settings)
@@ -85,6 +87,7 @@ class LiveMemoryBot(commands.Bot):
         self.on_login = on_login
         #: the bot account's Twitch login, read from its user token at start-up
         self.bot_login: str | None = None
+        self.metrics = metrics
         self.clock = clock or sending.SystemClock()
         self.limiter = sending.RateLimiter.from_settings(twitch, self.clock)
         self.sender = sending.Sender(
@@ -253,6 +256,11 @@ class LiveMemoryBot(commands.Bot):
             logger.error("no joined channel for stream %s: reply not sent", stream)
             return []
         results = await self.sender.send(channel.id, text, reply_to=reply_to)
+        if self.metrics is not None:
+            for result in results:
+                self.metrics.record_delivery(
+                    channel.id, result.status.value, sending.rate_limited_answers(result)
+                )
         if turn_id is not None and self.delivery_log is not None and results:
             await self.delivery_log.record(turn_id, results)
         return results
