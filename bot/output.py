@@ -50,7 +50,9 @@ def human(report: models.TurnReport, *, no_llm: bool, out: TextIO = sys.stdout) 
         )
     if report.barrier:
         lines.append(f"  barrier {json.dumps(report.barrier)}")
-    if report.error:
+    if report.status.value == "silent":
+        lines.append(f"  silent  ({report.reason}: stored and remembered, no reply)")
+    elif report.error:
         lines.append(f"  FAILED  {report.error}")
     elif report.reply is not None:
         lines.append(f"  reply   {report.reply}")

@@ -168,6 +168,43 @@ class IngestSettings(_Section):
     write_wait_seconds: float = Field(300.0, gt=0)
 
 
+class ReplySettings(_Section):
+    """When the bot speaks (``memory/reply.py``). Every batch is stored and remembered either way."""
+
+    #: ``addressed``: only when addressed (``@<bot login>``, the bot's name, a reply to one of its
+    #: messages, a platform event below); ``ambient``: also, unprompted, to a batch with a question
+    #: for the room, at most once per ``ambient_interval_seconds``; ``always``: every batch (the
+    #: evaluation harness uses it: it measures memory, not manners)
+    policy: Literal["addressed", "ambient", "always"] = "addressed"
+    #: ``ambient``: seconds of chat time between two unprompted replies
+    ambient_interval_seconds: float = Field(300.0, gt=0)
+    #: seconds of chat time before a viewer who was just answered gets another reply
+    viewer_cooldown_seconds: float = Field(15.0, ge=0)
+    #: platform events that address the bot (a thank-you for a sub, raid or cheer)
+    events: tuple[Literal["sub", "raid", "cheer", "follow"], ...] = ("sub", "raid", "cheer")
+
+
+class RedactionSettings(_Section):
+    """Secrets and personal data replaced at ingestion (``memory/history/redaction.py``)."""
+
+    enabled: bool = True
+    #: what is redacted: access tokens and API keys, stated passwords/PINs, IBANs, payment cards
+    #: (Luhn-checked), e-mail addresses, phone numbers
+    kinds: tuple[Literal["token", "password", "iban", "card", "email", "phone"], ...] = (
+        "token",
+        "password",
+        "iban",
+        "card",
+        "email",
+        "phone",
+    )
+    #: regions whose national phone formats are recognised (``+`` international numbers always)
+    phone_regions: tuple[str, ...] = ("IT", "US", "GB")
+    #: ``!memory @viewer`` by a moderator: ``ids`` (memory ids and a short summary, never the
+    #: viewer's words read aloud) or ``full`` (the memories themselves)
+    moderator_summary: Literal["ids", "full"] = "ids"
+
+
 class TwitchSettings(_Section):
     client_id: str | None = None
     client_secret: SecretStr | None = None
@@ -249,8 +286,11 @@ class Settings(BaseSettings):
     data_dir: Path = Path("data")
     persona_file: Path = PROJECT_ROOT / "config" / "persona.md"
     lore_dir: Path = PROJECT_ROOT / "config" / "lore"
-    #: the bot's own name, as viewers address it in chat
+    #: the bot's persona name, as viewers address it in chat ("Mnemo, do you remember…")
     bot_name: str = "Mnemo"
+    #: the Twitch login of the bot account (``@login`` addresses it); ``python -m bot run`` reads
+    #: it from the user token at start-up, so set it only for replays and the console
+    bot_login: str | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: ``text`` (timestamped lines) or ``json`` (one object a line, for log collectors)
     log_format: Literal["text", "json"] = "text"
@@ -268,6 +308,8 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     ingest: IngestSettings = IngestSettings()
     twitch: TwitchSettings = TwitchSettings()
+    reply: ReplySettings = ReplySettings()
+    redaction: RedactionSettings = RedactionSettings()
     web: WebSettings = WebSettings()
 
     @pydantic.field_validator("database_url", "redis_url", "qdrant_url", mode="before")

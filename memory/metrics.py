@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from memory import errors
+from memory import errors, models
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from memory import models
     from memory.consolidate import jobs
 
 #: seconds; the stage budget is 1 s by default
@@ -45,6 +44,8 @@ class MemoryMetrics:
       per turn (buckets) and over time (``rate(..._sum)``)
     * ``livememory_prompt_tokens_estimate`` — histogram
     * ``livememory_turns_total{status}``
+    * ``livememory_silent_turns_total{reason}`` — turns the reply policy kept quiet, by reason
+      (``not_addressed``, ``viewer_cooldown``, ``ambient_interval``, ``quiet``)
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -95,6 +96,12 @@ class MemoryMetrics:
         self.turns = Counter(
             "livememory_turns", "Turns by final status", ["status"], registry=registry
         )
+        self.silent = Counter(
+            "livememory_silent_turns",
+            "Turns without a reply (the reply policy chose silence), by reason",
+            ["reason"],
+            registry=registry,
+        )
         #: turn and model latency, commands, chat delivery, the job queue
         self.operator = OperatorMetrics(registry)
 
@@ -110,7 +117,9 @@ class MemoryMetrics:
             self.degraded.labels(source=source_kind(degraded.source), reason=degraded.reason).inc()
         for item in report.recall:
             self.recall_items.labels(source=item.source).inc()
-        if report.command is None:
+        if report.status is models.TurnStatus.SILENT:
+            self.silent.labels(reason=report.reason or "unknown").inc()
+        elif report.command is None:
             prompt = report.prompt
             self.messages_in_history.observe(prompt.messages_in_history)
             self.messages_sent.observe(prompt.messages_sent)

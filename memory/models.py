@@ -46,6 +46,8 @@ class TurnStatus(enum.StrEnum):
     FAILED = "failed"  #: not answered; ``error`` says why
     #: stored too late to answer (waited in the ingest spool longer than its max age)
     MISSED = "missed"
+    #: the reply policy chose not to speak (``TurnReport.reason`` says why)
+    SILENT = "silent"
 
 
 def utcnow() -> datetime:
@@ -74,6 +76,8 @@ class ChatEvent:
     event: str | None = None
     #: the message this one replies to
     reply_to: str | None = None
+    #: kinds of secrets or personal data replaced in ``text`` at ingestion (``[redacted:<kind>]``)
+    redacted: tuple[str, ...] = ()
 
     @property
     def is_command(self) -> bool:
@@ -330,6 +334,8 @@ class TurnReport:
     command: str | None = None
     status: TurnStatus = TurnStatus.PENDING
     error: str | None = None
+    #: why the bot spoke or stayed silent (``memory.reply``: ``addressed``, ``not_addressed``, …)
+    reason: str | None = None
     #: ingestion barrier: structured domains changed by tools and the viewers (user ids) involved
     barrier: dict[str, Any] | None = None
     #: tool calls and their results during the turn
@@ -354,6 +360,7 @@ class TurnReport:
             "command": self.command,
             "status": self.status.value,
             "error": self.error,
+            "reason": self.reason,
             "barrier": self.barrier,
             "tools": self.tools,
         }

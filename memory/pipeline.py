@@ -17,10 +17,11 @@ from memory import errors, models, outage
 from memory.history import working
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime
 
     from memory import ports
+    from memory import reply as reply_module
     from memory.history import transcript
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,12 @@ class ToolRound(Protocol):
     records: list[dict[str, Any]]
 
 
+class ReplyDecider(Protocol):
+    """The reply policy (``memory.reply.ReplyPolicy``): speak on this batch, or stay silent."""
+
+    async def decide(self, batch: models.Batch) -> reply_module.Decision: ...
+
+
 class ToolRunner(Protocol):
     def tool_schemas(self) -> list[dict[str, Any]]: ...
 
@@ -52,6 +59,8 @@ class ToolRunner(Protocol):
         stream: str,
         calls: Sequence[models.ToolCall],
         speakers: Mapping[str, str],
+        *,
+        privileged: bool = False,
     ) -> ToolRound: ...
 
     async def record_barrier(
@@ -135,6 +144,8 @@ class Seams:
     retriever: ports.Retriever
     reducer: ports.Reducer
     tools: ToolRunner | None = None
+    #: None: every batch gets a reply
+    reply: ReplyDecider | None = None
 
 
 class TurnPipeline:
@@ -153,6 +164,7 @@ class TurnPipeline:
         metrics: TurnMetrics | None = None,
         history_cap: int = 200,
         journal_wait_seconds: float = 60.0,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.transcript = transcript
         #: reads fall back to the transcript while the store (Redis) is unavailable
@@ -169,6 +181,9 @@ class TurnPipeline:
         self.max_tool_rounds = max_tool_rounds
         self.max_attempts = max_attempts
         self.metrics = metrics
+        #: the ingestion redactor, applied to the model's reply too (it may echo a secret it
+        #: guessed or was fed by a tool) before it is journaled or sent
+        self.redact = redact
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
         """Answer one batch. The batch's events must already be in the transcript."""
@@ -186,7 +201,15 @@ class TurnPipeline:
         new_items: list[models.HistoryItem] = list(current)
         # whatever fails from here on, the turn ends (completed, degraded or failed) and is journaled
         try:
-            await self._answer(batch, turn_id, ids, current, new_items, report)
+            decision = await self.seams.reply.decide(batch) if self.seams.reply else None
+            if decision is not None:
+                report.reason = decision.reason
+            if decision is not None and not decision.speak:
+                # still journaled and consolidated; no plan, no recall, no model call
+                report.status = models.TurnStatus.SILENT
+                report.prompt.messages_in_history = len(current)
+            else:
+                await self._answer(batch, turn_id, ids, current, new_items, report)
         except errors.MemoryServiceError as exc:
             report.status, report.error = models.TurnStatus.FAILED, str(exc)
             logger.warning("turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
@@ -252,6 +275,8 @@ class TurnPipeline:
         if self.model is not None:
             started = time.perf_counter()
             report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
+            if self.redact is not None and report.reply:
+                report.reply = self.redact(report.reply)
             new_items.extend(tool_items)
             report.timings_ms["model"] = (time.perf_counter() - started) * 1000
         report.status = models.TurnStatus.DEGRADED if degraded else models.TurnStatus.COMPLETED
@@ -355,6 +380,7 @@ class TurnPipeline:
         tools = self.seams.tools
         schemas = tools.tool_schemas() if tools else None
         speakers = {e.login.lower(): e.user_id for e in batch.events}
+        privileged = any(e.is_moderator for e in batch.chat)
         items: list[models.HistoryItem] = []
         reply = await self.model.chat(messages, tools=schemas)
         rounds = 0
@@ -367,7 +393,9 @@ class TurnPipeline:
                 turn_id=turn_id,
                 tool_calls=reply.tool_calls,
             )
-            outcome = await tools.run(turn_id, batch.stream, reply.tool_calls, speakers)
+            outcome = await tools.run(
+                turn_id, batch.stream, reply.tool_calls, speakers, privileged=privileged
+            )
             items += [call_item, *outcome.results]
             report.tools.extend(outcome.records)
             messages = [*messages, *to_prompt([call_item, *outcome.results], "")]

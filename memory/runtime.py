@@ -17,11 +17,12 @@ import prometheus_client
 
 from memory import errors, migrate, pipeline, ports
 from memory import metrics as metrics_module
+from memory import reply as reply_module
 from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres, qdrant
 from memory.adapters import redis as redis_adapter
 from memory.consolidate import consolidation, profile, queue_status, worker
-from memory.history import reducers, transcript, working
+from memory.history import redaction, reducers, transcript, working
 from memory.ops import chat_operations, operations
 from memory.recall import cache, directory, retrieval, sources
 from memory.recall import planner as planner_module
@@ -67,6 +68,10 @@ class Services:
     viewers: directory.ViewerDirectory | None = None
     #: what outages cost: history fallbacks, the ingest spool (docs/reliability.md)
     reliability: metrics_module.ReliabilityMetrics | None = None
+    #: when the bot speaks (the Twitch bot tells it its login at start-up)
+    reply: reply_module.ReplyPolicy | None = None
+    #: secrets and personal data out of chat text at ingestion; None: redaction off
+    redactor: redaction.Redactor | None = None
 
 
 async def _open_cache_and_history(
@@ -110,8 +115,13 @@ async def _load_lore_once(settings: Settings, memory_spaces: ports.MemorySpaces)
         logger.info("lore space was empty: loaded %d entries from %s", loaded, settings.lore_dir)
 
 
-def _commands(settings: Settings, ops: operations.Operations) -> ports.CommandHandler | None:
-    return chat_operations.build(settings, ops)
+def _commands(
+    settings: Settings,
+    ops: operations.Operations,
+    quiet: reply_module.ReplyState,
+    redactor: redaction.Redactor | None,
+) -> ports.CommandHandler | None:
+    return chat_operations.build(settings, ops, quiet, redactor)
 
 
 @contextlib.asynccontextmanager
@@ -171,6 +181,14 @@ async def lifespan(
             )
         }
         viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
+        redactor = redaction.Redactor(settings.redaction) if settings.redaction.enabled else None
+        reply_state = reply_module.ReplyState(db)
+        reply_policy = reply_module.ReplyPolicy(
+            settings.reply,
+            bot_name=settings.bot_name,
+            bot_login=settings.bot_login,
+            state=reply_state,
+        )
         seams = pipeline.Seams(
             planner=planner_module.Planner(
                 settings,
@@ -183,6 +201,7 @@ async def lifespan(
             tools=tools.ToolRunner(db, settings, on_change=retriever.invalidate_state)
             if model is not None
             else None,
+            reply=reply_policy,
         )
         turn_pipeline = pipeline.TurnPipeline(
             transcript=store,
@@ -194,6 +213,7 @@ async def lifespan(
             metrics=metrics,
             history_cap=settings.memory.history_cap,
             journal_wait_seconds=settings.ingest.write_wait_seconds,
+            redact=redactor.redact_text if redactor else None,
         )
         if role == "bot":
             await _load_lore_once(settings, memory_spaces)
@@ -217,10 +237,12 @@ async def lifespan(
             pipeline=turn_pipeline,
             job_handlers=handlers,
             worker=consolidation_worker,
-            commands=_commands(settings, ops) if role == "bot" else None,
+            commands=_commands(settings, ops, reply_state, redactor) if role == "bot" else None,
             extras={},
             viewers=viewers,
             reliability=reliability,
+            reply=reply_policy,
+            redactor=redactor,
         )
         in_process = settings.worker.in_process if background_worker is None else background_worker
         if role == "bot" and in_process:

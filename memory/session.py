@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from datetime import UTC, datetime
@@ -83,6 +84,16 @@ class Session:
                 )
         self._known_streams.add(stream)
 
+    def redact(self, event: models.ChatEvent) -> models.ChatEvent:
+        """The event with secrets and personal data replaced, before anything is written."""
+        redactor = self.services.redactor
+        if redactor is None:
+            return event
+        result = redactor.redact(event.text)
+        if not result.kinds:
+            return event
+        return dataclasses.replace(event, text=result.text, redacted=result.kinds)
+
     async def store(self, event: models.ChatEvent) -> bool:
         """Write the event to the transcript; False when a finished turn already answered it."""
         await self._prepare_stream(event.stream)
@@ -152,6 +163,7 @@ class Replay(Session):
     """Feeds a transcript through the pipeline in order; the batcher uses the events' own time."""
 
     async def feed(self, event: models.ChatEvent) -> None:
+        event = self.redact(event)
         if not await self.store(event):
             return
         for batch in self.batcher.feed(event):
@@ -195,7 +207,8 @@ class LiveSession(Session):
     async def feed(self, event: models.ChatEvent) -> None:
         if self.ingest is None:
             raise RuntimeError("use the live session as an async context manager")
-        await self.ingest.feed(event)
+        # secrets leave the text before anything is written, the ingest spool included
+        await self.ingest.feed(self.redact(event))
 
     def _accept(self, event: models.ChatEvent) -> None:
         for batch in self.batcher.feed(event):

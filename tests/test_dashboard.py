@@ -1,8 +1,8 @@
 """The memory dashboard (``python -m bot web``), signed in with the fake Twitch's OAuth flow.
 
 The browser test drives Debian's Chromium through Playwright: a moderator signs in, finds a viewer,
-forgets a memory, and the memory is then gone from recall. It saves a screenshot of each page in
-``docs/dashboard/``. The HTTP tests check the guard: no session, a stranger, a form without its
+forgets a memory, and the memory is then gone from recall. It saves a screenshot of each page (into
+``docs/dashboard/`` with ``LIVEMEMORY_SCREENSHOTS=docs/dashboard``). The HTTP tests check the guard: no session, a stranger, a form without its
 CSRF token.
 """
 
@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -19,7 +20,7 @@ import pytest
 
 from bot.web import serve
 from memory import runtime
-from tests import cli, dashboard_helpers
+from tests import dashboard_helpers
 from tests import test_admin as admin_tests
 from tests.fakes import twitch as fake_twitch
 from tests.fakes import twitch_oauth
@@ -41,7 +42,9 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = cli.ROOT / "docs" / "dashboard"
+#: ``LIVEMEMORY_SCREENSHOTS=docs/dashboard`` refreshes the committed screenshots (when the UI
+#: changes); otherwise they go to the test's temporary folder and the checkout stays clean
+SCREENSHOTS_ENV = "LIVEMEMORY_SCREENSHOTS"
 MODERATOR = ("3003", "modmia")
 STRANGER = ("4004", "randy")
 
@@ -156,21 +159,28 @@ def _need_chromium() -> None:
         pytest.skip(f"{CHROMIUM} is not installed")
 
 
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    """Where the browser test saves its page screenshots (see ``SCREENSHOTS_ENV``)."""
+    folder = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 async def test_a_moderator_forgets_a_memory_in_a_real_browser(
-    dashboard: tuple[str, runtime.Services], db: postgres.Database
+    dashboard: tuple[str, runtime.Services], db: postgres.Database, screenshots: Path
 ) -> None:
     _need_chromium()
     from playwright.async_api import async_playwright
 
     base, services = dashboard
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
             page = await browser.new_page(viewport={"width": 1200, "height": 800})
 
             async def shot(name: str) -> None:
-                await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+                await page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
 
             await page.goto(f"{base}/viewers")
             assert page.url == f"{base}/login"

@@ -151,6 +151,8 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
             stream: str,
             batch_calls: Sequence[models.ToolCall],
             speakers: Mapping[str, str],
+            *,
+            privileged: bool = False,
         ) -> Round:
             calls.extend((c.name, dict(c.arguments)) for c in batch_calls)
             return Round(batch_calls[0])
@@ -238,7 +240,11 @@ async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools
         "set_relationship", {"viewer_a": "alice", "viewer_b": "bob", "kind": "siblings"}
     )
     fake_ollama.fail_in_turn(500)  # the call after the tool round fails
-    events = (chatlog.chat(3, "alice", "record that alice and bob are siblings"),)
+    # both wrote in the batch: the tools may record state about them (issue 10)
+    events = (
+        chatlog.chat(3, "alice", "record that alice and bob are siblings"),
+        chatlog.chat(4, "bob", "yes we are"),
+    )
     await p.transcript.append_events(list(events))
     report = await p.run(models.Batch(stream="s1", events=events))
     assert report.status is models.TurnStatus.FAILED

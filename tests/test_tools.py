@@ -3,6 +3,7 @@ and a real ``ollama.AsyncClient`` tool loop against the fake Ollama (through the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from tests.conftest import SettingsFactory
     from tests.fakes import ollama as fake_ollama_module
 
-SPEAKERS = {"carol": "id-carol"}
+SPEAKERS = {"carol": "id-carol", "alice": "id-alice", "bob": "id-bob"}
 
 
 async def seed(db: postgres.Database) -> str:
@@ -251,7 +252,9 @@ async def test_the_pipeline_runs_model_tool_calls_through_the_real_ollama_client
         "set_relationship", {"viewer_a": "alice", "viewer_b": "bob", "kind": "siblings"}
     )
     fake_ollama.reply("Noted: alice and bob are siblings!")
-    event = chatlog.chat(3, "carol", "record that alice and bob are siblings")
+    event = dataclasses.replace(
+        chatlog.chat(3, "carol", "record that alice and bob are siblings"), badges=("moderator",)
+    )
     await log.append_events([event])
     report = await turns.run(models.Batch(stream="s1", events=(event,)))
 

@@ -19,6 +19,7 @@ import twitchio
 import twitchio.eventsub.websockets as tio_websockets
 
 from bot.twitch import client, credentials, deliveries, run, tokens
+from memory import models
 from memory import runtime as services_module
 from memory.ops import commands
 from tests.fakes import commands as fake_commands
@@ -75,6 +76,12 @@ def twitch_settings(
     )
 
 
+def say_event(text: str) -> models.ChatEvent:
+    return models.ChatEvent(
+        id="x", stream="777", user_id="1", login="v", text=text, ts=models.utcnow()
+    )
+
+
 def say(login: str, user_id: str, text: str, **kwargs: object) -> dict[str, object]:
     return eventsub.chat_event(user_id=user_id, login=login, text=text, **kwargs)  # type: ignore[arg-type]
 
@@ -117,6 +124,9 @@ async def test_live_chat_end_to_end(
         bob_turn = next(t for t in turns if t.reply == "@bob welcome!")
         bob_deliveries = await log.of_turn(bob_turn.id)
         stored = await tokens.TokenStore(services.db).load()
+        # the bot's real login, read from its token at start-up, addresses it
+        assert services.reply is not None
+        assert await services.reply.addresses(say_event(f"@{fake_twitch.BOT_LOGIN} hi"))
 
     bot = seen["bot"]
     assert isinstance(bot, client.LiveMemoryBot)

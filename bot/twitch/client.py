@@ -63,6 +63,7 @@ class LiveMemoryBot(commands.Bot):
         session: aiohttp.ClientSession | None = None,
         clock: sending.Clock | None = None,
         on_channels: Callable[[list[Channel]], Awaitable[None]] | None = None,
+        on_login: Callable[[str], None] | None = None,
         metrics: metrics_module.OperatorMetrics | None = None,
     ) -> None:
         twitch = settings.twitch
@@ -83,6 +84,9 @@ class LiveMemoryBot(commands.Bot):
         self.token_store = token_store
         self.delivery_log = delivery_log
         self.on_channels = on_channels
+        self.on_login = on_login
+        #: the bot account's Twitch login, read from its user token at start-up
+        self.bot_login: str | None = None
         self.metrics = metrics
         self.clock = clock or sending.SystemClock()
         self.limiter = sending.RateLimiter.from_settings(twitch, self.clock)
@@ -175,6 +179,11 @@ class LiveMemoryBot(commands.Bot):
             )
         scopes = list(resp.scopes)
         credentials.check_user_token(twitch, user_id=resp.user_id, scopes=scopes)
+        if resp.login:
+            self.bot_login = str(resp.login)
+            logger.info("the bot account is @%s", self.bot_login)
+            if self.on_login is not None:
+                self.on_login(self.bot_login)
         needed = credentials.SEND_SCOPES[twitch.send_as]
         if needed not in scopes:
             logger.warning("the bot's user token lacks %s: sending may be refused", needed)

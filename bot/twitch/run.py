@@ -107,6 +107,7 @@ async def run_bot(
                 session=http,
                 on_channels=register,
                 metrics=services.metrics.operator,
+                on_login=services.reply.set_bot_login if services.reply else None,
             )
             connected: list[bool] = []
             try:

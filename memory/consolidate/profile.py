@@ -216,8 +216,29 @@ def derive(text: str) -> list[tuple[str, str]]:
     return list(found.items())
 
 
+#: someone else's words, reported or quoted: "alice said: I am 12", "carla dice che vive a Roma",
+#: '"I live in Venice" - alice', «sono di Napoli» (a whole quoted line)
+_REPORTED = (
+    re.compile(
+        r"\b(?:said|says|saying|told (?:me|us|everyone)|tells (?:me|us)|claims?|claimed|wrote|"
+        r"ha detto|dice(?:va)? che|diceva|ha scritto|mi ha detto|sostiene)\b\s*[:,\"“«]?",
+        re.IGNORECASE,
+    ),
+    re.compile(r"^\s*[\"“«'].+[\"”»']\s*[-–—~]+\s*@?\w+\s*$"),
+    re.compile(r"^\s*[\"“«].+[\"”»]\s*$"),
+)
+
+
+def is_reported_speech(text: str) -> bool:
+    """Whether ``text`` reports or quotes someone's words (never the speaker's own statement)."""
+    return any(pattern.search(text) for pattern in _REPORTED)
+
+
 def facts_from_memory(record: records.MemoryRecord) -> list[ProfileFact]:
-    """The profile facts of one personal memory (a note when it fills no named slot)."""
+    """The profile facts of one personal memory (a note when it fills no named slot); none from
+    reported or quoted speech: "alice said: I am 12" says nothing about the speaker."""
+    if is_reported_speech(record.text):
+        return []
     stated_at = record.last_ts or record.first_ts or record.created_at
     pairs = derive(record.text) or [(f"{NOTE_PREFIX}{record.id}", record.text)]
     return [

@@ -151,6 +151,8 @@ def eval_settings(
         "redis_url": None,
         "qdrant_url": None,
         "bot_name": BOT_NAME,
+        # every batch is answered: the evaluation measures memory, not when the bot speaks
+        "reply": {"policy": "always"},
         **{"ollama_host": DEAD_OLLAMA, **top},
     }
     for section, fields in (overrides or {}).items():

@@ -115,6 +115,7 @@ class Transcript:
                         event.kind.value,
                         event.event,
                         event.reply_to,
+                        list(event.redacted),
                     )
                     if new_id is not None:
                         inserted.append(new_id)
@@ -172,6 +173,7 @@ class Transcript:
                     ts,
                     json.dumps(timings),
                     json.dumps(report),
+                    report.get("reason"),
                 )
                 if consolidate:
                     await jobs.enqueue(

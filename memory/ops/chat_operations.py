@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from config.settings import Settings
+    from memory import reply
+    from memory.history import redaction
     from memory.ops import operations
-    from memory.spaces import records
+    from memory.spaces import records as records_module
 
 #: a memory id may be given by its first characters (the ``!memory`` summary shows this many)
 SHORT_ID = 6
@@ -31,7 +33,7 @@ SUMMARY_CHARS = 380
 ITEM_CHARS = 90
 
 
-def summarise(held: Sequence[records.MemoryRecord]) -> str:
+def summarise(held: Sequence[records_module.MemoryRecord]) -> str:
     """The newest memories as ``text [short id]``, whole items only: a text is shortened, an id
     never; what does not fit is counted (``+N more``), so the reply is never cut inside an id."""
     items: list[str] = []
@@ -51,9 +53,17 @@ def summarise(held: Sequence[records.MemoryRecord]) -> str:
 class OperationsCommands:
     """``commands.MemoryCommands`` implemented with ``Operations``; every change is owner-checked."""
 
-    def __init__(self, ops: operations.Operations, settings: Settings) -> None:
+    def __init__(
+        self,
+        ops: operations.Operations,
+        settings: Settings,
+        quiet_switch: reply.ReplyState | None = None,
+        redactor: redaction.Redactor | None = None,
+    ) -> None:
         self.ops = ops
         self.lore_dir = settings.lore_dir
+        self.quiet_switch = quiet_switch
+        self.redactor = redactor
 
     async def find_viewer(self, login: str) -> str | None:
         try:
@@ -61,7 +71,7 @@ class OperationsCommands:
         except errors.UnknownViewer:
             return None
 
-    async def _own(self, user_id: str) -> list[records.MemoryRecord]:
+    async def _own(self, user_id: str) -> list[records_module.MemoryRecord]:
         """The viewer's personal memories, newest first."""
         records = await self.ops.inspect(user_id)
         return sorted(records, key=lambda r: (r.last_ts or r.created_at, r.id), reverse=True)
@@ -99,8 +109,24 @@ class OperationsCommands:
         full = await self._memory_id(user_id, memory_id)
         await self.ops.correct(full, text, actor=actor, owner=user_id)
 
-    async def summary(self, user_id: str) -> str:
-        return summarise(await self._own(user_id))
+    async def summary(self, user_id: str, *, brief: bool = False) -> str:
+        records = await self._own(user_id)
+        if brief:
+            return await self._brief(user_id, records)
+        text = summarise(records)
+        # stored text is redacted at ingestion; this is the last guard before public chat
+        return self.redactor.redact_text(text) if self.redactor else text
+
+    async def _brief(self, user_id: str, records: list[records_module.MemoryRecord]) -> str:
+        """Counts, ids and the profile's slot names: never the viewer's words."""
+        if not records:
+            return ""
+        ids = " ".join(r.id[:SHORT_ID] for r in records[:SUMMARY_ITEMS])
+        more = f" (+{len(records) - SUMMARY_ITEMS})" if len(records) > SUMMARY_ITEMS else ""
+        profile = await self.ops.profiles.get(user_id)
+        slots = sorted({f.slot.split(":")[0] for f in profile.facts}) if profile else []
+        held = f"; profile: {', '.join(slots)}" if slots else ""
+        return f"{len(records)} memories, ids {ids}{more}{held}"
 
     async def reload_lore(self, actor: str) -> int:
         return await self.ops.load_lore(self.lore_dir, actor=actor)
@@ -111,7 +137,23 @@ class OperationsCommands:
     async def resume(self, actor: str, stream: str) -> None:
         await self.ops.resume(stream, actor=actor)
 
+    async def quiet(self, actor: str, stream: str, quiet: bool) -> bool:
+        if self.quiet_switch is None:
+            raise errors.StoreUnavailable("the quiet switch is not wired here")
+        changed = await self.quiet_switch.set_quiet(stream, quiet, actor=actor)
+        await self.ops.audit(actor, "quiet" if quiet else "unquiet", stream, {"changed": changed})
+        return changed
 
-def build(settings: Settings, ops: operations.Operations) -> commands.CommandHandler:
+
+def build(
+    settings: Settings,
+    ops: operations.Operations,
+    quiet_switch: reply.ReplyState | None = None,
+    redactor: redaction.Redactor | None = None,
+) -> commands.CommandHandler:
     """The command handler of ``python -m bot run`` (``memory.ports.CommandHandler``)."""
-    return commands.CommandHandler(OperationsCommands(ops, settings), settings.twitch)
+    return commands.CommandHandler(
+        OperationsCommands(ops, settings, quiet_switch, redactor),
+        settings.twitch,
+        moderator_summary=settings.redaction.moderator_summary,
+    )

@@ -10,6 +10,7 @@ Grammar (prefix ``!`` by default)::
     !correct <memory id> <new text>  |  !memory
     !forget @login last|<memory id>|all [confirm]                  moderators and the broadcaster
     !correct @login <memory id> <new text>  |  !memory @login
+    !quiet  |  !unquiet                                            moderators and the broadcaster
     !lore reload  |  !pause  |  !resume                            the broadcaster
 
 Replies never repeat a forgotten or corrected text: chat is public.
@@ -65,8 +66,9 @@ class MemoryCommands(Protocol):
 
     async def correct(self, actor: str, user_id: str, memory_id: str, text: str) -> None: ...
 
-    async def summary(self, user_id: str) -> str:
-        """A short summary of what is held about the viewer ("" when nothing)."""
+    async def summary(self, user_id: str, *, brief: bool = False) -> str:
+        """A short summary of what is held about the viewer ("" when nothing); ``brief``: memory
+        ids and what the profile holds, never the viewer's words (a moderator asking in public)."""
         ...
 
     async def reload_lore(self, actor: str) -> int: ...
@@ -74,6 +76,10 @@ class MemoryCommands(Protocol):
     async def pause(self, actor: str, stream: str) -> None: ...
 
     async def resume(self, actor: str, stream: str) -> None: ...
+
+    async def quiet(self, actor: str, stream: str, quiet: bool) -> bool:
+        """Turn the channel's quiet switch on/off (no replies but commands); False: it already was."""
+        ...
 
 
 class Action(enum.StrEnum):
@@ -85,6 +91,8 @@ class Action(enum.StrEnum):
     LORE_RELOAD = "lore_reload"
     PAUSE = "pause"
     RESUME = "resume"
+    QUIET = "quiet"
+    UNQUIET = "unquiet"
 
 
 class Role(enum.IntEnum):
@@ -94,6 +102,7 @@ class Role(enum.IntEnum):
 
 
 BROADCASTER_ONLY = frozenset({Action.LORE_RELOAD, Action.PAUSE, Action.RESUME})
+MODERATOR_ONLY = frozenset({Action.QUIET, Action.UNQUIET})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,8 +155,8 @@ def parse(text: str, prefix: str = "!") -> Command | Usage | None:
     if name == "lore":
         ok = [a.lower() for a in args] == ["reload"]
         return Command(action=Action.LORE_RELOAD) if ok else Usage(text=USAGE["lore"])
-    if name in ("pause", "resume") and not args:
-        return Command(action=Action.PAUSE if name == "pause" else Action.RESUME)
+    if name in ("pause", "resume", "quiet", "unquiet") and not args and target is None:
+        return Command(action=Action(name))
     return None
 
 
@@ -182,6 +191,8 @@ def refusal(command: Command, event: models.ChatEvent, present: set[str]) -> str
     role = role_of(event)
     if command.action in BROADCASTER_ONLY:
         return None if role is Role.BROADCASTER else "only the broadcaster can do that."
+    if command.action in MODERATOR_ONLY:
+        return None if role >= Role.MODERATOR else "only moderators can do that."
     about_self = command.target is None or command.target == identity.normalize_login(event.login)
     if not about_self:
         return None if role >= Role.MODERATOR else "you can only manage your own memory."
@@ -199,11 +210,14 @@ class CommandHandler:
         settings: TwitchSettings,
         *,
         clock: Clock | None = None,
+        moderator_summary: str = "ids",
     ) -> None:
         self.operations = operations
         self.prefix = settings.prefix
         self.cooldown = settings.command_cooldown_seconds
         self.confirm_window = settings.forget_confirm_seconds
+        #: ``!memory @viewer`` by a moderator: ``ids`` (brief) or ``full``
+        self.moderator_summary = moderator_summary
         self.clock: Clock = clock or _MonotonicClock()
         self._last: dict[str, float] = {}
         #: (author id, target id) → when a ``!forget me`` / ``!forget @x all`` was asked
@@ -265,10 +279,13 @@ class CommandHandler:
         if command.action is Action.RESUME:
             await ops.resume(actor, event.stream)
             return f"{who} memory writing resumed."
+        if command.action in MODERATOR_ONLY:
+            return await self._quiet(command, event, actor)
         user_id = await self._target(command, event)
         about = "" if user_id == event.user_id else f" about @{command.target}"
         if command.action is Action.SUMMARY:
-            held = await ops.summary(user_id) or "nothing yet."
+            brief = bool(about) and self.moderator_summary == "ids"
+            held = await ops.summary(user_id, brief=brief) or "nothing yet."
             return fit(f"{who} what I remember{about or ' about you'}: {held}")
         if command.action is Action.FORGET_LAST:
             count = await ops.forget_last(actor, user_id, event.stream)
@@ -282,6 +299,16 @@ class CommandHandler:
             await ops.correct(actor, user_id, command.memory_id or "", command.text or "")
             return f"{who} done, that memory is corrected."
         return await self._forget_viewer(command, event, actor, user_id, about)
+
+    async def _quiet(self, command: Command, event: models.ChatEvent, actor: str) -> str:
+        on = command.action is Action.QUIET
+        changed = await self.operations.quiet(actor, event.stream, on)
+        if on:
+            state = "quiet now" if changed else "already quiet"
+            return f"@{event.login} {state}: I only answer commands until !unquiet."
+        return (
+            f"@{event.login} {'back' if changed else 'I was not quiet'}: I answer when addressed."
+        )
 
     async def _forget_viewer(
         self, command: Command, event: models.ChatEvent, actor: str, user_id: str, about: str

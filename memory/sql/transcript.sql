@@ -13,9 +13,10 @@ SET login = EXCLUDED.login,
     last_seen = greatest(viewers.last_seen, EXCLUDED.last_seen);
 
 -- transcript_insert_message --
--- description: append a chat message ($1 id, $2 stream, $3 user_id, $4 login, $5 display_name, $6 badges, $7 text, $8 ts, $9 kind, $10 event, $11 reply_to); returns the id when new
-INSERT INTO messages (id, stream, user_id, login, display_name, badges, text, ts, kind, event, reply_to)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+-- description: append a chat message ($1 id, $2 stream, $3 user_id, $4 login, $5 display_name, $6 badges, $7 text, $8 ts, $9 kind, $10 event, $11 reply_to, $12 redacted kinds); returns the id when new
+INSERT INTO messages (id, stream, user_id, login, display_name, badges, text, ts, kind, event, reply_to,
+                      redacted_kinds)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
@@ -24,9 +25,9 @@ RETURNING id;
 INSERT INTO turns (id, stream, message_ids) VALUES ($1, $2, $3);
 
 -- transcript_insert_outcome --
--- description: end a turn ($1 turn id, $2 status, $3 reply, $4 error, $5 reply ts, $6 timings jsonb, $7 report jsonb)
-INSERT INTO turn_outcomes (turn_id, status, reply, error, ts, timings, report)
-VALUES ($1, $2, $3, $4, $5, $6, $7);
+-- description: end a turn ($1 turn id, $2 status, $3 reply, $4 error, $5 reply ts, $6 timings jsonb, $7 report jsonb, $8 reason)
+INSERT INTO turn_outcomes (turn_id, status, reply, error, ts, timings, report, reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- transcript_get_turn --
 -- description: one turn with its status ($1 turn id)

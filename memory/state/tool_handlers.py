@@ -28,8 +28,24 @@ class Context:
     turn_id: str
     at: datetime
     speakers: Mapping[str, str]
+    #: a moderator or the broadcaster wrote in the batch: state about anyone may change
+    privileged: bool = False
     #: user id → login of the viewers resolved so far (for results)
     logins: dict[str, str] = field(default_factory=dict)
+
+    def authorize(self, outcome: Outcome) -> None:
+        """Refuse a state change about a viewer who did not write in the turn's batch (unless a
+        moderator or the broadcaster did): the model cannot write canon about people who did not
+        ask, whatever a viewer told it."""
+        if not outcome.domains or self.privileged:
+            return
+        absent = sorted(outcome.user_ids - set(self.speakers.values()))
+        if absent:
+            who = ", ".join(self.logins.get(u, u) for u in absent)
+            raise errors.ToolCallError(
+                f"not allowed: {who} did not write in this chat batch; state about a viewer "
+                "changes only on their own words (or a moderator's)"
+            )
 
     async def resolve(self, login: str) -> str:
         name = identity.normalize_login(login)

@@ -56,6 +56,16 @@ class ToolRound:
     records: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """Where a round's calls run and who may be written about."""
+
+    turn_id: str
+    channel: str
+    speakers: Mapping[str, str]
+    privileged: bool
+
+
 class ToolRunner:
     """Runs the model's tool calls on the channel state of a stream; one instance serves all."""
 
@@ -83,15 +93,21 @@ class ToolRunner:
         stream: str,
         calls: Sequence[models.ToolCall],
         speakers: Mapping[str, str],
+        *,
+        privileged: bool = False,
     ) -> ToolRound:
-        """Run ``calls`` in order, each in its own transaction with its ``turn_tool_calls`` row."""
+        """Run ``calls`` in order, each in its own transaction with its ``turn_tool_calls`` row.
+
+        ``speakers``: login → user id of the batch's authors; a change about anyone else is
+        refused unless ``privileged`` (a moderator or the broadcaster wrote in the batch)."""
         outcome = ToolRound()
         with postgres.wrap_errors("run tool calls"):
             channel = await state.channel_of(self.db, stream)
             seq = int(await self.db.pool.fetchval(sql.queries["state_next_tool_seq"], turn_id))
             chat_ts = await self.db.pool.fetchval(sql.queries["state_turn_chat_time"], turn_id)
             for call in calls:
-                await self._run_one(outcome, call, seq, turn_id, channel, speakers)
+                ctx = _Call(turn_id, channel, speakers, privileged)
+                await self._run_one(outcome, call, seq, ctx)
                 seq += 1
         if chat_ts is not None:
             # results sit in the history at the turn's chat time, like the call and the reply
@@ -105,20 +121,20 @@ class ToolRunner:
         outcome: ToolRound,
         call: models.ToolCall,
         seq: int,
-        turn_id: str,
-        channel: str,
-        speakers: Mapping[str, str],
+        where: _Call,
     ) -> None:
+        turn_id = where.turn_id
         at = self.clock()
         call_id = call.id or f"{turn_id}-{seq}"
         raw = call.arguments
         async with self.db.pool.acquire() as conn, conn.transaction():
             ctx = tool_handlers.Context(
                 repo=state.ChannelState(conn),
-                channel=channel,
+                channel=where.channel,
                 turn_id=turn_id,
                 at=at,
-                speakers=speakers,
+                speakers=where.speakers,
+                privileged=where.privileged,
             )
             error: str | None = None
             try:
@@ -129,6 +145,7 @@ class ToolRunner:
                             f"unknown tool {call.name!r}; tools: {', '.join(tool_handlers.TOOLS)}"
                         )
                     done = await tool.handler(ctx, tool_args.parse_arguments(tool, raw))
+                    ctx.authorize(done)  # raising here rolls the change back
             except (errors.ToolCallError, errors.UnknownViewer) as exc:
                 error = str(exc)
                 result: dict[str, Any] = {"ok": False, "error": error}

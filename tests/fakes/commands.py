@@ -42,7 +42,7 @@ class RecordingMemory:
         self._owned(user_id, memory_id)
         self.calls.append(("correct", actor, user_id, memory_id, text))
 
-    async def summary(self, user_id: str) -> str:
+    async def summary(self, user_id: str, *, brief: bool = False) -> str:
         self.calls.append(("summary", user_id))
         return self.summaries.get(user_id, "")
 
@@ -55,3 +55,7 @@ class RecordingMemory:
 
     async def resume(self, actor: str, stream: str) -> None:
         self.calls.append(("resume", actor, stream))
+
+    async def quiet(self, actor: str, stream: str, quiet: bool) -> bool:
+        self.calls.append(("quiet" if quiet else "unquiet", actor, stream))
+        return True
