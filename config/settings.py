@@ -208,14 +208,15 @@ class Settings(BaseSettings):
     ollama_host: str = Field(
         "http://127.0.0.1:11434", validation_alias=AliasChoices("OLLAMA_HOST", "ollama_host")
     )
-    data_dir: Path = Field(
-        Path("data"), validation_alias=AliasChoices("LIVEMEMORY_DATA_DIR", "data_dir")
-    )
+    #: ``LIVEMEMORY_DATA_DIR`` through the prefix (an alias here made ``.env`` reject it)
+    data_dir: Path = Path("data")
     persona_file: Path = PROJECT_ROOT / "config" / "persona.md"
     lore_dir: Path = PROJECT_ROOT / "config" / "lore"
     #: the bot's own name, as viewers address it in chat
     bot_name: str = "Mnemo"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: ``text`` (timestamped lines) or ``json`` (one object a line, for log collectors)
+    log_format: Literal["text", "json"] = "text"
     #: serve Prometheus metrics on this port (``/metrics``) while the bot runs; off when unset
     metrics_port: int | None = Field(None, ge=0, le=65535)
     metrics_host: str = "127.0.0.1"
@@ -241,3 +242,50 @@ class Settings(BaseSettings):
     def system_prompt(self) -> str:
         """The persona file's text (the system prompt of every turn)."""
         return self.persona_file.read_text(encoding="utf-8").strip()
+
+
+#: settings whose value is never echoed back in an error
+_SECRET_WORDS = ("token", "secret", "url", "key", "password")
+
+
+def env_name(loc: tuple[int | str, ...]) -> str:
+    """The environment variable of a settings field (``("memory", "budget_ms")`` →
+    ``LIVEMEMORY_MEMORY__BUDGET_MS``; the service URLs keep their own names)."""
+    parts = [str(part) for part in loc]
+    if not parts:
+        return "settings"
+    field = Settings.model_fields.get(parts[0])
+    alias = getattr(field, "validation_alias", None) if field else None
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str) and len(parts) == 1:
+        return alias.choices[0]
+    return "LIVEMEMORY_" + "__".join(parts).upper()
+
+
+def error_lines(exc: pydantic.ValidationError) -> list[str]:
+    """One readable line per invalid setting: its variable, what is wrong, the value given."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = env_name(tuple(error["loc"]))
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown setting (a typo? see .env.example)"
+        value = error.get("input")
+        secret = any(word in where.lower() for word in _SECRET_WORDS)
+        hidden = (
+            secret or error["type"] in {"extra_forbidden", "missing"} or isinstance(value, dict)
+        )
+        shown = "" if hidden else f" (got {value!r})"
+        lines.append(f"{where}: {message}{shown}")
+    return lines
+
+
+def load_or_exit(**overrides: object) -> Settings:
+    """The settings, or one line per invalid field on stderr and exit code 2 (entry points)."""
+    import sys
+
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except pydantic.ValidationError as exc:
+        for line in error_lines(exc):
+            print(f"error: invalid setting {line}", file=sys.stderr)
+        raise SystemExit(2) from None

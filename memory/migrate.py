@@ -7,6 +7,7 @@ is unset); the bot and the workers also run it at start-up.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory import errors
+from memory import errors, logs
 from memory.adapters import postgres
 
 if TYPE_CHECKING:
@@ -106,11 +107,22 @@ async def open_database(settings: Settings) -> AsyncIterator[postgres.Database]:
         yield db
 
 
-async def _main() -> int:
+def parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog="python -m memory.migrate",
+        description="Apply the pending migrations (migrations/NNNN_name.sql) to the configured "
+        "database: DATABASE_URL, or the embedded Postgres in LIVEMEMORY_DATA_DIR. Each runs in "
+        "its own transaction under an advisory lock; a second run does nothing. The bot and the "
+        "workers also do this at start-up.",
+    )
+
+
+async def _main(argv: list[str] | None = None) -> int:
     from config import settings as settings_module
 
-    settings = settings_module.Settings()
-    logging.basicConfig(level=settings.log_level, format="%(message)s")
+    parser().parse_args(argv)
+    settings = settings_module.load_or_exit()
+    logs.configure(settings.log_level, settings.log_format)
     try:
         async with postgres.open_database(settings) as db:
             applied = await apply(db)

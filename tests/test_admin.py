@@ -157,6 +157,7 @@ async def test_forget_memory_turn_and_correct(
         "--text",
         "I work as an illustrator",
         "--json",
+        "--yes",
     )
     assert code == 0
     correction = json.loads(out)
@@ -168,8 +169,8 @@ async def test_forget_memory_turn_and_correct(
     texts = [m["text"] for m in (await inspect(settings))["memories"]]
     assert texts == ["I work as an illustrator", "my cat is called Miso"]
 
-    assert (await run(settings, "forget", "--memory-id", cat["id"]))[0] == 0
-    code, out, _ = await run(settings, "forget", "--turn", stream[0])
+    assert (await run(settings, "forget", "--memory-id", cat["id"], "--yes"))[0] == 0
+    code, out, _ = await run(settings, "forget", "--turn", stream[0], "--yes")
     assert code == 0 and "memories=2" in out  # the correction and the episode
     assert (await inspect(settings))["memories"] == []
 
@@ -177,12 +178,12 @@ async def test_forget_memory_turn_and_correct(
 async def test_lore_load_replaces_the_lore_space(
     settings: settings_module.Settings, tmp_path: Path
 ) -> None:
-    code, out, _ = await run(settings, "lore", "load", str(settings.lore_dir))
+    code, out, _ = await run(settings, "lore", "load", str(settings.lore_dir), "--yes")
     assert code == 0 and "lore loaded" in out
     small = tmp_path / "lore"
     small.mkdir()
     (small / "one.md").write_text("# x\n\n## Biscotto\nThe mascot pigeon.\nEntities: Bisco\n")
-    code, out, _ = await run(settings, "lore", "load", str(small))
+    code, out, _ = await run(settings, "lore", "load", str(small), "--yes")
     assert (code, out.strip()) == (0, f"lore loaded: 1 entries from {small}")
     memory = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     try:
@@ -196,6 +197,7 @@ async def test_lore_load_replaces_the_lore_space(
 
 
 async def test_pause_and_resume(settings: settings_module.Settings, db: postgres.Database) -> None:
+    await helpers.journal_turn(db, [msg("m1", "alice", "hello")])
     assert (await run(settings, "pause", "--stream", "s1"))[:2] == (0, "stream s1: paused\n")
     assert await db.pool.fetchval("SELECT paused_by FROM memory_paused_streams") == "admin:cli"
     assert (await run(settings, "resume", "--stream", "s1"))[:2] == (0, "stream s1: resumed\n")

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import socket
 import sys
 from typing import TYPE_CHECKING
 
-from memory import errors, runtime
+from memory import errors, logs, runtime
 from memory.adapters import postgres
 from memory.consolidate import jobs, worker
 
@@ -71,6 +70,15 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         action="store_true",
         help="healthcheck: exit 0 when a worker named NAME… (default: this host's) heart-beats",
     )
+    parser.add_argument(
+        "--log-format", choices=["text", "json"], help="default LIVEMEMORY_LOG_FORMAT"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus /metrics on this port (default LIVEMEMORY_METRICS_PORT)",
+    )
     args = parser.parse_args(argv)
     if args.concurrency is not None and args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
@@ -78,13 +86,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         from config import settings as settings_module
 
         try:
-            settings = settings_module.Settings()
-        except ValueError as exc:  # pydantic's ValidationError
-            print(f"memory.worker: invalid settings: {exc}".splitlines()[0], file=sys.stderr)
-            return 1
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+            settings = settings_module.load_or_exit()
+        except SystemExit as exc:
+            return int(exc.code or 2)
+    logs.configure(settings.log_level, args.log_format or settings.log_format)
+    if args.metrics_port is not None:
+        settings = settings.model_copy(update={"metrics_port": args.metrics_port})
     try:
         if args.check:
             return asyncio.run(_check(settings, args.name or f"{socket.gethostname()}-"))

