@@ -146,3 +146,15 @@ def make_settings(tmp_path: Path, database_url: str) -> SettingsFactory:
 async def db(make_settings: SettingsFactory) -> AsyncIterator[postgres.Database]:
     async with migrate.open_database(make_settings()) as database:
         yield database
+
+
+@pytest.fixture
+def env(database_url: str, tmp_path: Path) -> dict[str, str]:
+    """The environment of a command run as a user would (``tests.cli.run``): this test's database
+    and data folder, the offline embedder, no Ollama."""
+    return {
+        "DATABASE_URL": database_url,
+        "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+        "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
+    }

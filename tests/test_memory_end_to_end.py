@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from tests import cli
 
 if TYPE_CHECKING:
@@ -20,16 +18,6 @@ ALICE_BOB = [
     {"id": "a2", "user_id": "1001", "login": "alice", "text": "I work as a graphic designer"},
     {"id": "b2", "user_id": "1002", "login": "bob", "text": "I have two dogs, Rex and Luna"},
 ]
-
-
-@pytest.fixture
-def env(database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {
-        "DATABASE_URL": database_url,
-        "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
-        "OLLAMA_HOST": "http://127.0.0.1:9",
-        "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
-    }
 
 
 def write_transcript(path: Path, rows: list[dict[str, str]]) -> Path:

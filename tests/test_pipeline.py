@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memory import models, pipeline
 from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres
 from memory.history import transcript, working
+from tests import chatlog
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -16,19 +16,6 @@ if TYPE_CHECKING:
     from config.settings import Settings
     from memory import ports
     from tests.fakes import ollama as fake_ollama_module
-
-T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
-
-
-def chat(n: int, login: str, text: str, stream: str = "s1") -> models.ChatEvent:
-    return models.ChatEvent(
-        id=f"{stream}-m{n}",
-        stream=stream,
-        user_id=f"id-{login}",
-        login=login,
-        text=text,
-        ts=T0 + timedelta(seconds=n),
-    )
 
 
 def make_pipeline(
@@ -58,9 +45,11 @@ async def test_a_turn_sends_history_and_batch_and_journals_the_reply(
     model = ollama_adapter.OllamaChat(fake_ollama.url, "llama3.2:3b")
     p = make_pipeline(db, model)
     fake_ollama.reply("hi @alice!")
-    first = await run(p, chat(1, "alice", "hello"))
+    first = await run(p, chatlog.chat(1, "alice", "hello"))
     fake_ollama.reply("nice dogs @bob")
-    second = await run(p, chat(2, "bob", "I have two dogs"), chat(3, "alice", "cute"))
+    second = await run(
+        p, chatlog.chat(2, "bob", "I have two dogs"), chatlog.chat(3, "alice", "cute")
+    )
 
     assert first.reply == "hi @alice!" and second.reply == "nice dogs @bob"
     sent = fake_ollama.chat_requests[-1]["messages"]
@@ -80,7 +69,7 @@ async def test_a_failed_model_call_fails_the_turn_and_loses_no_message(
     model = ollama_adapter.OllamaChat(fake_ollama.url, "llama3.2:3b")
     p = make_pipeline(db, model)
     fake_ollama.fail_next(500)
-    report = await run(p, chat(1, "alice", "I moved to Turin"))
+    report = await run(p, chatlog.chat(1, "alice", "I moved to Turin"))
     assert report.status is models.TurnStatus.FAILED and report.reply is None
     assert report.error and "500" in report.error
     row = await p.transcript.turn(report.turn_id)
@@ -88,14 +77,14 @@ async def test_a_failed_model_call_fails_the_turn_and_loses_no_message(
     assert [e.text for e in await p.transcript.messages(["s1-m1"])] == ["I moved to Turin"]
     # the message stays in the history: the next turn still sees it
     fake_ollama.reply("welcome back")
-    await run(p, chat(2, "alice", "hello?"))
+    await run(p, chatlog.chat(2, "alice", "hello?"))
     contents = [m["content"] for m in fake_ollama.chat_requests[-1]["messages"]]
     assert "alice: I moved to Turin" in contents
 
 
 async def test_unreachable_model_is_a_failed_turn_with_how_to_fix(db: postgres.Database) -> None:
     model = ollama_adapter.OllamaChat("http://127.0.0.1:9", "llama3.2:3b", timeout=2)
-    report = await run(make_pipeline(db, model), chat(1, "alice", "hi"))
+    report = await run(make_pipeline(db, model), chatlog.chat(1, "alice", "hi"))
     assert report.status is models.TurnStatus.FAILED
     assert report.error is not None and "--no-llm" in report.error
 
@@ -104,7 +93,7 @@ async def test_without_a_model_the_prompt_is_built_and_the_turn_completes(
     db: postgres.Database,
 ) -> None:
     p = make_pipeline(db, None)
-    reports = [await run(p, chat(n, "alice", f"message {n}")) for n in range(1, 4)]
+    reports = [await run(p, chatlog.chat(n, "alice", f"message {n}")) for n in range(1, 4)]
     assert [r.prompt.messages_in_history for r in reports] == [1, 2, 3]
     assert all(r.status is models.TurnStatus.COMPLETED and r.reply is None for r in reports)
 
@@ -117,7 +106,7 @@ async def test_the_reducer_bounds_what_is_sent_while_history_grows(db: postgres.
             return [items[0], *items[1:][-3:]]
 
     p = make_pipeline(db, None, LastThree())
-    reports = [await run(p, chat(n, "alice", f"m{n}")) for n in range(1, 8)]
+    reports = [await run(p, chatlog.chat(n, "alice", f"m{n}")) for n in range(1, 8)]
     assert [r.prompt.messages_in_history for r in reports] == list(range(1, 8))
     assert max(r.prompt.messages_sent for r in reports) == 4
 
@@ -126,8 +115,8 @@ async def test_streams_never_see_each_other(
     db: postgres.Database, fake_ollama: fake_ollama_module.FakeOllama
 ) -> None:
     p = make_pipeline(db, ollama_adapter.OllamaChat(fake_ollama.url, "llama3.2:3b"))
-    await run(p, chat(1, "alice", "secret of stream a", stream="a"))
-    await run(p, chat(1, "bob", "hello from b", stream="b"))
+    await run(p, chatlog.chat(1, "alice", "secret of stream a", stream="a"))
+    await run(p, chatlog.chat(1, "bob", "hello from b", stream="b"))
     contents = " ".join(m["content"] for m in fake_ollama.chat_requests[-1]["messages"])
     assert "secret of stream a" not in contents and "hello from b" in contents
 
@@ -143,7 +132,7 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
                 models.HistoryItem(
                     role=models.Role.TOOL,
                     text='{"ok": true}',
-                    ts=T0,
+                    ts=chatlog.T0,
                     tool_call_id=call.id,
                     tool_name=call.name,
                 )
@@ -180,7 +169,7 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
     )
     fake_ollama.call_tool("set_relationship", {"a": "alice", "b": "bob", "kind": "siblings"})
     fake_ollama.reply("noted!")
-    report = await run(p, chat(1, "alice", "record that alice and bob are siblings"))
+    report = await run(p, chatlog.chat(1, "alice", "record that alice and bob are siblings"))
     assert calls == [("set_relationship", {"a": "alice", "b": "bob", "kind": "siblings"})]
     assert report.reply == "noted!"
     assert report.barrier == {
@@ -203,7 +192,7 @@ async def test_an_unexpected_model_error_still_ends_the_turn(db: postgres.Databa
             raise RuntimeError("socket closed mid-answer")
 
     p = make_pipeline(db, Broken())
-    report = await run(p, chat(1, "alice", "hello"))
+    report = await run(p, chatlog.chat(1, "alice", "hello"))
     assert report.status is models.TurnStatus.FAILED and "socket closed" in (report.error or "")
     row = await p.transcript.turn(report.turn_id)
     assert row is not None and row.status is models.TurnStatus.FAILED
@@ -211,7 +200,7 @@ async def test_an_unexpected_model_error_still_ends_the_turn(db: postgres.Databa
 
 async def test_a_message_stored_before_a_restart_is_sent_once(db: postgres.Database) -> None:
     store = transcript.Transcript(db)
-    waiting = chat(1, "alice", "I was never answered")
+    waiting = chatlog.chat(1, "alice", "I was never answered")
     await store.append_events([waiting])  # stored, then the process died before its turn
     p = make_pipeline(db, None)
     await working.rebuild(p.history, store, "s1", cap=100)
@@ -222,11 +211,11 @@ async def test_a_message_stored_before_a_restart_is_sent_once(db: postgres.Datab
 
 async def test_a_redacted_message_leaves_the_prompt_at_once(db: postgres.Database) -> None:
     p = make_pipeline(db, None)
-    await run(p, chat(1, "alice", "my secret address is 5 Elm Street"))
+    await run(p, chatlog.chat(1, "alice", "my secret address is 5 Elm Street"))
     await db.pool.execute(
         "INSERT INTO message_redactions (message_id, user_id, actor) VALUES ('s1-m1', 'id-alice', 't')"
     )
-    report = await run(p, chat(2, "bob", "hello"))
+    report = await run(p, chatlog.chat(2, "bob", "hello"))
     assert "Elm Street" not in report.prompt.preview
     assert "alice: [redacted]" in report.prompt.preview
 
@@ -244,12 +233,12 @@ async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools
         reducer=pipeline.KeepAll(),
         tools=tools.ToolRunner(db, _settings()),
     )
-    await p.transcript.append_events([chat(1, "alice", "hi"), chat(2, "bob", "hi")])
+    await p.transcript.append_events([chatlog.chat(1, "alice", "hi"), chatlog.chat(2, "bob", "hi")])
     fake_ollama.call_tool(
         "set_relationship", {"viewer_a": "alice", "viewer_b": "bob", "kind": "siblings"}
     )
     fake_ollama.fail_in_turn(500)  # the call after the tool round fails
-    events = (chat(3, "alice", "record that alice and bob are siblings"),)
+    events = (chatlog.chat(3, "alice", "record that alice and bob are siblings"),)
     await p.transcript.append_events(list(events))
     report = await p.run(models.Batch(stream="s1", events=events))
     assert report.status is models.TurnStatus.FAILED

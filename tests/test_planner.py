@@ -7,26 +7,16 @@ from typing import Any
 
 import pytest
 
-from config import settings as settings_module
 from memory import models
 from memory.recall import directory, planner
+from tests import conftest
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 USER_IDS = {"alice": "1001", "bob": "1002", "carol": "1003", "dave": "1004", "erin": "1005"}
 
 
-class IsolatedSettings(settings_module.Settings):
-    """Settings from arguments only (no environment, no .env)."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls, settings_cls: Any, init_settings: Any, *args: Any, **kwargs: Any
-    ) -> tuple[Any, ...]:
-        return (init_settings,)
-
-
 def make_planner(**memory: Any) -> planner.Planner:
-    settings = IsolatedSettings(bot_name="livememory", memory=memory)
+    settings = conftest.IsolatedSettings(bot_name="livememory", memory=memory)
     return planner.Planner(
         settings, lore_entities=["Captain Nebula", "Castello Nero", "Livememory"]
     )
@@ -399,7 +389,7 @@ CHANNEL = make_directory(
 
 
 def directory_planner(**memory: Any) -> planner.Planner:
-    settings = IsolatedSettings(bot_name="livememory", memory=memory)
+    settings = conftest.IsolatedSettings(bot_name="livememory", memory=memory)
     return planner.Planner(settings, lore_entities=["Captain Nebula"], directory=CHANNEL)
 
 

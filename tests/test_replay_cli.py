@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 from tests import cli
 
 if TYPE_CHECKING:
@@ -16,16 +14,6 @@ REPORT_FIELDS = {
     "turn_id", "stream", "message_ids", "plan", "recall", "timings_ms", "degraded", "prompt",
     "reply", "command",
 }  # fmt: skip
-
-
-@pytest.fixture
-def env(database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {
-        "DATABASE_URL": database_url,
-        "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
-        "OLLAMA_HOST": "http://127.0.0.1:9",
-        "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
-    }
 
 
 def reports(out: str) -> list[dict[str, Any]]:  # decoded JSON

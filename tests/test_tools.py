@@ -4,7 +4,7 @@ and a real ``ollama.AsyncClient`` tool loop against the fake Ollama (through the
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memory import models, pipeline
@@ -13,24 +13,13 @@ from memory.adapters import postgres
 from memory.history import reducers, transcript, working
 from memory.state import channel as state
 from memory.state import tools
+from tests import chatlog
 
 if TYPE_CHECKING:
     from tests.conftest import SettingsFactory
     from tests.fakes import ollama as fake_ollama_module
 
-T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 SPEAKERS = {"carol": "id-carol"}
-
-
-def chat(n: int, login: str, text: str, stream: str = "s1") -> models.ChatEvent:
-    return models.ChatEvent(
-        id=f"{stream}-m{n}",
-        stream=stream,
-        user_id=f"id-{login}",
-        login=login,
-        text=text,
-        ts=T0 + timedelta(seconds=n),
-    )
 
 
 async def seed(db: postgres.Database) -> str:
@@ -39,9 +28,9 @@ async def seed(db: postgres.Database) -> str:
     await log.ensure_stream("s1", channel="chan")
     await log.append_events(
         [
-            chat(1, "alice", "hi"),
-            chat(2, "bob", "yo"),
-            chat(3, "carol", "alice and bob are siblings"),
+            chatlog.chat(1, "alice", "hi"),
+            chatlog.chat(2, "bob", "yo"),
+            chatlog.chat(3, "carol", "alice and bob are siblings"),
         ]
     )
     return await log.start_turn("s1", ["s1-m3"])
@@ -104,7 +93,9 @@ async def test_set_relationship_resolves_logins_changes_state_and_is_recorded(
     assert outcome.involved_user_ids == {"id-alice", "id-bob"}
     [item] = outcome.results
     assert item.tool_call_id == "c1" and item.tool_name == "set_relationship"
-    assert item.turn_id == turn and item.ts == T0 + timedelta(seconds=3)  # the turn's chat time
+    assert item.turn_id == turn and item.ts == chatlog.T0 + timedelta(
+        seconds=3
+    )  # the turn's chat time
     assert result(item) == {
         "ok": True,
         "relationship": {"viewers": ["alice", "bob"], "kind": "siblings", "since": None},
@@ -156,7 +147,7 @@ async def test_bad_calls_get_error_results_never_an_exception(
     assert outcome.changed_domains == set() and outcome.involved_user_ids == set()
     # nothing changed (a failed joke with one known viewer wrote nothing either)
     repo = state.ChannelState(db.pool)
-    assert await repo.current("chan", now=T0) == []
+    assert await repo.current("chan", now=chatlog.T0) == []
     recorded = await tools.tool_calls(db, turn)
     assert [r["seq"] for r in recorded] == list(range(1, 11))
     assert all(r["error"] and r["result"]["ok"] is False for r in recorded)
@@ -200,7 +191,7 @@ async def test_notes_expire_and_list_state_shows_what_is_current(
     db: postgres.Database, make_settings: SettingsFactory
 ) -> None:
     turn = await seed(db)
-    now = [T0]
+    now = [chatlog.T0]
     runner = tools.ToolRunner(db, make_settings(), clock=lambda: now[0])
     outcome = await runner.run(
         turn,
@@ -220,12 +211,12 @@ async def test_notes_expire_and_list_state_shows_what_is_current(
     current = result(listing.results[0])
     assert [n["text"] for n in current["notes"]] == ["alice is away"]
     assert current["jokes"] == [
-        {"text": "the duck", "viewers": ["alice", "bob"], "first_at": T0.isoformat()}
+        {"text": "the duck", "viewers": ["alice", "bob"], "first_at": chatlog.T0.isoformat()}
     ]
     assert current["relationships"] == [] and current["requests"] == []
     assert listing.changed_domains == set()
 
-    now[0] = T0 + timedelta(hours=1)
+    now[0] = chatlog.T0 + timedelta(hours=1)
     later = result((await runner.run(turn, "s1", [call("list_state", {})], SPEAKERS)).results[0])
     assert [n["text"] for n in later["notes"]] == ["no spoilers today"]
     assert later["relationships"] == [
@@ -241,7 +232,7 @@ async def test_the_pipeline_runs_model_tool_calls_through_the_real_ollama_client
     settings = make_settings()
     log = transcript.Transcript(db)
     await log.ensure_stream("s1", channel="chan")
-    await log.append_events([chat(1, "alice", "hi"), chat(2, "bob", "yo")])
+    await log.append_events([chatlog.chat(1, "alice", "hi"), chatlog.chat(2, "bob", "yo")])
     runner = tools.ToolRunner(db, settings)
     turns = pipeline.TurnPipeline(
         transcript=log,
@@ -260,7 +251,7 @@ async def test_the_pipeline_runs_model_tool_calls_through_the_real_ollama_client
         "set_relationship", {"viewer_a": "alice", "viewer_b": "bob", "kind": "siblings"}
     )
     fake_ollama.reply("Noted: alice and bob are siblings!")
-    event = chat(3, "carol", "record that alice and bob are siblings")
+    event = chatlog.chat(3, "carol", "record that alice and bob are siblings")
     await log.append_events([event])
     report = await turns.run(models.Batch(stream="s1", events=(event,)))
 

@@ -19,7 +19,9 @@ from memory import runtime as services_module
 from memory import session as session_module
 from memory.ops import chat_operations as memory_commands
 from memory.ops import commands
-from tests.fakes import twitch as fake_twitch
+from tests.fakes import clock as fake_clock
+from tests.fakes import commands as fake_commands
+from tests.fakes import eventsub
 
 if TYPE_CHECKING:
     from memory.adapters import postgres
@@ -54,8 +56,8 @@ def batch_of(*events: models.ChatEvent) -> models.Batch:
 
 
 @pytest.fixture
-def memory() -> fake_twitch.RecordingMemory:
-    return fake_twitch.RecordingMemory(
+def memory() -> fake_commands.RecordingMemory:
+    return fake_commands.RecordingMemory(
         viewers={"alice": ALICE[0], "bob": BOB[0]},
         summaries={ALICE[0]: "likes cats; lives in Turin", BOB[0]: "plays bass"},
         memories={"mem-a": ALICE[0], "mem-b": BOB[0]},
@@ -63,13 +65,13 @@ def memory() -> fake_twitch.RecordingMemory:
 
 
 @pytest.fixture
-def clock() -> fake_twitch.FakeClock:
-    return fake_twitch.FakeClock()
+def clock() -> fake_clock.FakeClock:
+    return fake_clock.FakeClock()
 
 
 @pytest.fixture
 def handler(
-    memory: fake_twitch.RecordingMemory, clock: fake_twitch.FakeClock
+    memory: fake_commands.RecordingMemory, clock: fake_clock.FakeClock
 ) -> commands.CommandHandler:
     twitch = settings_module.TwitchSettings(command_cooldown_seconds=5.0)
     return commands.CommandHandler(memory, twitch, clock=clock)
@@ -143,7 +145,7 @@ def fill(call: tuple[str, ...], who: tuple[str, str]) -> tuple[str, ...]:
 @pytest.mark.parametrize(("text", "call"), SELF_COMMANDS)
 async def test_viewer_on_self_is_allowed(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
+    memory: fake_commands.RecordingMemory,
     text: str,
     call: tuple[str, ...],
 ) -> None:
@@ -156,7 +158,7 @@ async def test_viewer_on_self_is_allowed(
     "text", ["!memory @bob", "!forget @bob last", "!forget @bob mem-b", "!correct @bob mem-b x"]
 )
 async def test_viewer_on_another_viewer_is_refused(
-    handler: commands.CommandHandler, memory: fake_twitch.RecordingMemory, text: str
+    handler: commands.CommandHandler, memory: fake_commands.RecordingMemory, text: str
 ) -> None:
     reply = await run(handler, ALICE, text)
     assert reply == "@alice you can only manage your own memory."
@@ -175,7 +177,7 @@ async def test_viewer_on_another_viewer_is_refused(
 )
 async def test_moderator_and_broadcaster_act_on_anyone(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
+    memory: fake_commands.RecordingMemory,
     who: tuple[str, str],
     text: str,
     call: tuple[str, ...],
@@ -189,7 +191,7 @@ async def test_moderator_and_broadcaster_act_on_anyone(
 @pytest.mark.parametrize("who", [ALICE, MOD])
 async def test_broadcaster_only_commands_are_refused_to_others(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
+    memory: fake_commands.RecordingMemory,
     who: tuple[str, str],
     text: str,
 ) -> None:
@@ -207,7 +209,7 @@ async def test_broadcaster_only_commands_are_refused_to_others(
 )
 async def test_broadcaster_runs_broadcaster_commands(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
+    memory: fake_commands.RecordingMemory,
     text: str,
     call: tuple[str, ...],
 ) -> None:
@@ -216,7 +218,7 @@ async def test_broadcaster_runs_broadcaster_commands(
 
 
 async def test_viewer_on_self_needs_to_be_in_the_current_batch(
-    handler: commands.CommandHandler, memory: fake_twitch.RecordingMemory
+    handler: commands.CommandHandler, memory: fake_commands.RecordingMemory
 ) -> None:
     command = event(ALICE, "!forget last")
     reply = await handler.handle(command, batch_of(event(BOB, "hi")))
@@ -225,7 +227,7 @@ async def test_viewer_on_self_needs_to_be_in_the_current_batch(
 
 
 async def test_viewer_naming_themselves_acts_on_self(
-    handler: commands.CommandHandler, memory: fake_twitch.RecordingMemory
+    handler: commands.CommandHandler, memory: fake_commands.RecordingMemory
 ) -> None:
     await run(handler, ALICE, "!memory @Alice")
     assert memory.calls == [("summary", ALICE[0])]
@@ -233,8 +235,8 @@ async def test_viewer_naming_themselves_acts_on_self(
 
 async def test_unknown_target_and_foreign_memory_get_short_answers(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
-    clock: fake_twitch.FakeClock,
+    memory: fake_commands.RecordingMemory,
+    clock: fake_clock.FakeClock,
 ) -> None:
     assert await run(handler, MOD, "!memory @nobody") == "@mod I don't know @nobody."
     clock.advance(10)
@@ -246,8 +248,8 @@ async def test_unknown_target_and_foreign_memory_get_short_answers(
 # -- cooldown, confirmation, privacy -----------------------------------------------------------
 async def test_per_viewer_cooldown(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
-    clock: fake_twitch.FakeClock,
+    memory: fake_commands.RecordingMemory,
+    clock: fake_clock.FakeClock,
 ) -> None:
     assert await run(handler, ALICE, "!memory")
     assert await run(handler, ALICE, "!memory") is None  # silent: no chat spam
@@ -259,8 +261,8 @@ async def test_per_viewer_cooldown(
 
 async def test_forget_me_needs_a_confirmation(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
-    clock: fake_twitch.FakeClock,
+    memory: fake_commands.RecordingMemory,
+    clock: fake_clock.FakeClock,
 ) -> None:
     assert (await run(handler, ALICE, "!forget me confirm") or "").startswith(
         "@alice nothing to confirm"
@@ -279,8 +281,8 @@ async def test_forget_me_needs_a_confirmation(
 
 async def test_a_late_confirmation_does_nothing(
     handler: commands.CommandHandler,
-    memory: fake_twitch.RecordingMemory,
-    clock: fake_twitch.FakeClock,
+    memory: fake_commands.RecordingMemory,
+    clock: fake_clock.FakeClock,
 ) -> None:
     await run(handler, MOD, "!forget @bob all")
     clock.advance(121)
@@ -290,7 +292,7 @@ async def test_a_late_confirmation_does_nothing(
 
 
 async def test_replies_never_repeat_a_correction_or_a_forgotten_text(
-    handler: commands.CommandHandler, memory: fake_twitch.RecordingMemory
+    handler: commands.CommandHandler, memory: fake_commands.RecordingMemory
 ) -> None:
     reply = await run(handler, ALICE, "!correct mem-a my address is 12 Secret Street")
     assert reply == "@alice done, that memory is corrected."
@@ -298,7 +300,7 @@ async def test_replies_never_repeat_a_correction_or_a_forgotten_text(
 
 
 async def test_summary_fits_one_chat_message(
-    handler: commands.CommandHandler, memory: fake_twitch.RecordingMemory
+    handler: commands.CommandHandler, memory: fake_commands.RecordingMemory
 ) -> None:
     memory.summaries[ALICE[0]] = "likes cats " * 100
     reply = await run(handler, ALICE, "!memory")
@@ -323,7 +325,7 @@ def notification(event_data: dict[str, object]) -> twitchio.ChatMessage:
 
 
 def test_chat_message_becomes_a_chat_event() -> None:
-    raw = fake_twitch.chat_event(
+    raw = eventsub.chat_event(
         user_id="3003", login="alice", text="hi there", badges=("moderator", "founder", "premium")
     )
     ev = chat.to_event(notification(raw), stream=STREAM, prefix="!")
@@ -340,14 +342,12 @@ def test_chat_message_becomes_a_chat_event() -> None:
 
 
 def test_prefix_makes_a_command_and_a_cheer_makes_an_event() -> None:
-    command = fake_twitch.chat_event(user_id="3003", login="alice", text="!forget last")
+    command = eventsub.chat_event(user_id="3003", login="alice", text="!forget last")
     assert (
         chat.to_event(notification(command), stream=STREAM, prefix="!").kind
         is models.EventKind.COMMAND
     )
-    cheer = fake_twitch.chat_event(
-        user_id="3003", login="alice", text="Cheer100 go", cheer_bits=100
-    )
+    cheer = eventsub.chat_event(user_id="3003", login="alice", text="Cheer100 go", cheer_bits=100)
     ev = chat.to_event(notification(cheer), stream=STREAM, prefix="!")
     assert (ev.kind, ev.event) == (models.EventKind.EVENT, "cheer")
 
@@ -356,8 +356,8 @@ def test_prefix_makes_a_command_and_a_cheer_makes_an_event() -> None:
 async def test_commands_are_answered_apart_and_never_reach_the_model(
     make_settings: SettingsFactory,
     fake_ollama: fake_ollama_module.FakeOllama,
-    memory: fake_twitch.RecordingMemory,
-    clock: fake_twitch.FakeClock,
+    memory: fake_commands.RecordingMemory,
+    clock: fake_clock.FakeClock,
 ) -> None:
     settings = make_settings(ollama_host=fake_ollama.url, batch={"max_messages": 10})
     handler = commands.CommandHandler(memory, settings.twitch, clock=clock)

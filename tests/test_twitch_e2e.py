@@ -21,6 +21,8 @@ import twitchio.eventsub.websockets as tio_websockets
 from bot.twitch import client, credentials, deliveries, run, tokens
 from memory import runtime as services_module
 from memory.ops import commands
+from tests.fakes import commands as fake_commands
+from tests.fakes import eventsub
 from tests.fakes import twitch as fake_twitch
 
 if TYPE_CHECKING:
@@ -74,7 +76,7 @@ def twitch_settings(
 
 
 def say(login: str, user_id: str, text: str, **kwargs: object) -> dict[str, object]:
-    return fake_twitch.chat_event(user_id=user_id, login=login, text=text, **kwargs)  # type: ignore[arg-type]
+    return eventsub.chat_event(user_id=user_id, login=login, text=text, **kwargs)  # type: ignore[arg-type]
 
 
 async def test_live_chat_end_to_end(
@@ -89,7 +91,7 @@ async def test_live_chat_end_to_end(
     settings = twitch_settings(
         make_settings, fake, ollama_host=fake_ollama.url, batch={"max_messages": 1}
     )
-    memory = fake_twitch.RecordingMemory(summaries={"3005": "plays bass"})
+    memory = fake_commands.RecordingMemory(summaries={"3005": "plays bass"})
     fake_ollama.reply(LONG_REPLY)  # alice's turn
     fake_ollama.reply("@bob welcome!")  # bob's turn: dropped by Twitch
     stop = asyncio.Event()

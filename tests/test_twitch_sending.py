@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from twitchio.models import SentMessage
 
 from bot.twitch import deliveries, helix, sending, tokens
-from tests.fakes import twitch as fake_twitch
+from tests.fakes import clock as fake_clock
 
 if TYPE_CHECKING:
     from memory.adapters import postgres
@@ -61,7 +61,7 @@ def test_split_property(chunks: list[str]) -> None:
 
 # -- the limiter -------------------------------------------------------------------------------
 async def test_limiter_waits_for_the_window_after_twenty_messages() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     limiter = sending.RateLimiter(limit=20, privileged_limit=100, window=30.0, clock=clock)
     for _ in range(20):
         assert await limiter.acquire("2002") == 0.0
@@ -73,7 +73,7 @@ async def test_limiter_waits_for_the_window_after_twenty_messages() -> None:
 
 
 async def test_limiter_allows_a_hundred_where_the_bot_is_moderator() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     limiter = sending.RateLimiter(limit=20, privileged_limit=100, window=30.0, clock=clock)
     limiter.set_privileged("2002", True)
     for _ in range(100):
@@ -102,14 +102,14 @@ class ScriptedTransport:
 
 
 def make_sender(
-    transport: ScriptedTransport, clock: fake_twitch.FakeClock, **kwargs: Any
+    transport: ScriptedTransport, clock: fake_clock.FakeClock, **kwargs: Any
 ) -> sending.Sender:
     limiter = sending.RateLimiter(limit=20, privileged_limit=100, window=30.0, clock=clock)
     return sending.Sender(transport, limiter, clock=clock, **kwargs)
 
 
 async def test_429_is_waited_out_until_ratelimit_reset_and_retried() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     transport = ScriptedTransport(sending.RateLimited(reset_at=clock.time() + 7.0))
     [delivery] = await make_sender(transport, clock).send("2002", "hello")
     assert delivery.status is sending.DeliveryStatus.SENT
@@ -120,7 +120,7 @@ async def test_429_is_waited_out_until_ratelimit_reset_and_retried() -> None:
 
 
 async def test_429_without_header_waits_a_fallback_and_a_reset_in_the_past_waits_nothing() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     transport = ScriptedTransport(
         sending.RateLimited(None), sending.RateLimited(reset_at=clock.time() - 5)
     )
@@ -130,7 +130,7 @@ async def test_429_without_header_waits_a_fallback_and_a_reset_in_the_past_waits
 
 
 async def test_429_retries_are_bounded_and_a_far_reset_is_capped() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     transport = ScriptedTransport(*[sending.RateLimited(clock.time() + 3600)] * 10)
     [delivery] = await make_sender(transport, clock, max_retries=2, max_wait=60.0).send(
         "2002", "hello"
@@ -142,7 +142,7 @@ async def test_429_retries_are_bounded_and_a_far_reset_is_capped() -> None:
 
 
 async def test_a_dropped_message_is_recorded_and_not_retried() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     transport = ScriptedTransport(sending.MessageDropped("msg_duplicate", "duplicate"))
     [delivery] = await make_sender(transport, clock).send("2002", "hello")
     assert delivery.status is sending.DeliveryStatus.DROPPED
@@ -151,7 +151,7 @@ async def test_a_dropped_message_is_recorded_and_not_retried() -> None:
 
 
 async def test_every_part_gets_its_result_and_a_failure_does_not_stop_the_rest() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     transport = ScriptedTransport(None, sending.SendFailed("HTTP 500: boom"), None)
     text = " ".join(["lorem"] * 200)  # 1199 characters → 3 parts of ≤ 83 words
     results = await make_sender(transport, clock).send("2002", text, reply_to="m1")
@@ -166,7 +166,7 @@ async def test_every_part_gets_its_result_and_a_failure_does_not_stop_the_rest()
 
 
 async def test_the_limiter_paces_a_burst_of_parts() -> None:
-    clock = fake_twitch.FakeClock()
+    clock = fake_clock.FakeClock()
     limiter = sending.RateLimiter(limit=2, privileged_limit=100, window=30.0, clock=clock)
     sender = sending.Sender(ScriptedTransport(), limiter, clock=clock, limit=10)
     results = await sender.send("2002", "aaaa bbbb cccc dddd eeee")

@@ -12,7 +12,7 @@ import pytest
 
 from memory import errors
 from memory.adapters import postgres
-from memory.consolidate import jobs, worker
+from memory.consolidate import jobs, outcomes, worker
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -116,7 +116,7 @@ async def test_run_until_empty_runs_every_job_once(
 
     counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.SUCCEEDED] == 5
+    assert counts[outcomes.Outcome.SUCCEEDED] == 5
     assert sorted(handler.calls) == [f"t{i}" for i in range(5)]
     assert (await jobs.counts(db))[jobs.JobStatus.SUCCEEDED] == 5
     assert await db.pool.fetchval("SELECT count(*) FROM workers") == 0
@@ -131,8 +131,8 @@ async def test_transient_failure_is_retried_after_backoff_and_succeeds(
 
     counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.RETRIED] == 2
-    assert counts[worker.Outcome.SUCCEEDED] == 1
+    assert counts[outcomes.Outcome.RETRIED] == 2
+    assert counts[outcomes.Outcome.SUCCEEDED] == 1
     job = await job_of(db, "t1")
     assert job.status is jobs.JobStatus.SUCCEEDED
     assert job.attempts == 3
@@ -150,8 +150,8 @@ async def test_qdrant_unavailable_then_back_succeeds(
 
     counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.RETRIED] == 3
-    assert counts[worker.Outcome.SUCCEEDED] == 2
+    assert counts[outcomes.Outcome.RETRIED] == 3
+    assert counts[outcomes.Outcome.SUCCEEDED] == 2
     job = await job_of(db, "t1")
     assert job.status is jobs.JobStatus.SUCCEEDED
     assert job.attempts == 4
@@ -171,7 +171,7 @@ async def test_backoff_postpones_the_retry(
 
     counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.RETRIED] == 1
+    assert counts[outcomes.Outcome.RETRIED] == 1
     assert handler.calls == ["t1"]  # not runnable again now: burst mode stops
     delay = await db.pool.fetchval(
         "SELECT extract(epoch FROM scheduled_at - now()) FROM jobs WHERE id = $1", job_id
@@ -193,8 +193,8 @@ async def test_malformed_job_fails_at_once_and_other_jobs_succeed(
 
     counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.FAILED] == 2
-    assert counts[worker.Outcome.SUCCEEDED] == 2
+    assert counts[outcomes.Outcome.FAILED] == 2
+    assert counts[outcomes.Outcome.SUCCEEDED] == 2
     bad = await job_of(db, "bad")
     assert bad.status is jobs.JobStatus.FAILED
     assert bad.attempts == 1
@@ -213,8 +213,8 @@ async def test_max_attempts_then_failed(db: postgres.Database, settings: Setting
 
     counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.RETRIED] == 2
-    assert counts[worker.Outcome.FAILED] == 1
+    assert counts[outcomes.Outcome.RETRIED] == 2
+    assert counts[outcomes.Outcome.FAILED] == 1
     job = await job_of(db, "t1")
     assert job.status is jobs.JobStatus.FAILED
     assert job.attempts == 3
@@ -232,8 +232,8 @@ async def test_unexpected_error_is_retried_and_logged_with_traceback(
     with caplog.at_level(logging.WARNING, logger="memory.consolidate.worker"):
         counts = await make_worker(db, settings, handler).run_until_empty()
 
-    assert counts[worker.Outcome.RETRIED] == 1
-    assert counts[worker.Outcome.SUCCEEDED] == 1
+    assert counts[outcomes.Outcome.RETRIED] == 1
+    assert counts[outcomes.Outcome.SUCCEEDED] == 1
     crashed = [r for r in caplog.records if "crashed" in r.getMessage()]
     assert len(crashed) == 1
     assert crashed[0].exc_info is not None
@@ -276,7 +276,7 @@ async def test_cancelled_worker_gives_its_job_back_and_another_completes_it(
     assert await db.pool.fetchval("SELECT count(*) FROM workers") == 0
     handler.gate.set()
     counts = await make_worker(db, settings, handler, name="second").run_until_empty()
-    assert counts[worker.Outcome.SUCCEEDED] == 2
+    assert counts[outcomes.Outcome.SUCCEEDED] == 2
     assert handler.calls.count(held) == 2
     assert sorted(handler.results) == ["t1", "t2"]
     assert handler.overlaps == []
@@ -315,7 +315,7 @@ async def test_a_dead_workers_job_is_taken_again_after_its_lease(
 
     counts = await rescuer.run_until_empty()  # recovers stalled jobs at start
 
-    assert counts[worker.Outcome.SUCCEEDED] == 2
+    assert counts[outcomes.Outcome.SUCCEEDED] == 2
     job = await job_of(db, held)
     assert job.status is jobs.JobStatus.SUCCEEDED
     assert job.attempts == 2
@@ -360,7 +360,7 @@ async def test_stop_after_the_grace_period_gives_the_job_back(
 
     job = await job_of(db, "t1")
     assert (job.status, job.attempts) == (jobs.JobStatus.TODO, 0)
-    assert w.counts[worker.Outcome.RELEASED] == 1
+    assert w.counts[outcomes.Outcome.RELEASED] == 1
 
 
 # -- concurrency and wake-up -------------------------------------------------------------------
@@ -376,7 +376,7 @@ async def test_three_workers_share_twenty_jobs_without_running_one_twice(
 
     results = await asyncio.gather(*(w.run_until_empty() for w in workers))
 
-    assert sum(r[worker.Outcome.SUCCEEDED] for r in results) == 20
+    assert sum(r[outcomes.Outcome.SUCCEEDED] for r in results) == 20
     assert sorted(handler.calls) == [f"t{i:02}" for i in range(20)]
     assert handler.overlaps == []
     assert (await jobs.counts(db))[jobs.JobStatus.SUCCEEDED] == 20
@@ -401,7 +401,7 @@ async def test_running_workers_pick_up_jobs_enqueued_while_they_wait(
 
     assert sorted(handler.calls) == [f"t{i:02}" for i in range(20)]
     assert handler.overlaps == []
-    assert sum(w.counts[worker.Outcome.SUCCEEDED] for w in workers) == 20
+    assert sum(w.counts[outcomes.Outcome.SUCCEEDED] for w in workers) == 20
 
 
 async def test_notify_wakes_a_waiting_worker(

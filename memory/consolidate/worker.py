@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import enum
 import itertools
 import logging
 import os
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory import errors
 from memory.adapters import postgres
-from memory.consolidate import jobs
+from memory.consolidate import jobs, outcomes
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: handler errors worth retrying
-TRANSIENT_ERRORS = (errors.StoreUnavailable, OSError, TimeoutError)
 #: seconds between two attempts to reopen the LISTEN connection (at most ``poll_seconds``)
 RECONNECT_SECONDS = 1.0
 
@@ -45,23 +42,9 @@ _serial = itertools.count(1)
 _T = TypeVar("_T")
 
 
-class Outcome(enum.StrEnum):
-    """What became of one attempt (the keys of ``run_until_empty()``'s counts)."""
-
-    SUCCEEDED = "succeeded"
-    RETRIED = "retried"  #: back to ``todo`` after its backoff
-    FAILED = "failed"  #: terminal
-    RELEASED = "released"  #: the worker stopped mid-job and gave it back
-    LOST = "lost"  #: the job was no longer this worker's (taken over after its lease)
-
-
 def default_name() -> str:
     """``<host>-<pid>-<n>``: the ``--check`` healthcheck matches the host part."""
     return f"{socket.gethostname()}-{os.getpid()}-{next(_serial)}"
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 @contextlib.contextmanager
@@ -110,12 +93,13 @@ class Worker:
         #: set while the LISTEN connection is up
         self.listening = asyncio.Event()
         #: attempts finished by this worker, per outcome
-        self.counts: collections.Counter[Outcome] = collections.Counter()
+        self.counts: collections.Counter[outcomes.Outcome] = collections.Counter()
         #: set while the worker waits with nothing to claim and nothing running (``run`` only)
         self.idle = asyncio.Event()
         self._wakeup = asyncio.Event()
-        self._running: set[asyncio.Task[Outcome]] = set()
+        self._running: set[asyncio.Task[outcomes.Outcome]] = set()
         self._final_writes: set[asyncio.Task[Any]] = set()
+        self.outcomes = outcomes.OutcomeWriter(db, self.settings)
         if self.settings.lease_seconds <= self.settings.heartbeat_seconds:
             logger.warning(
                 "lease (%ss) is not longer than the heartbeat (%ss): live workers lose their jobs",
@@ -143,7 +127,7 @@ class Worker:
                     for task in side:
                         task.cancel()
 
-    async def run_until_empty(self) -> dict[Outcome, int]:
+    async def run_until_empty(self) -> dict[outcomes.Outcome, int]:
         """Process jobs until none is runnable now and none runs; returns this run's outcomes."""
         start = collections.Counter(self.counts)
         with _single_error():
@@ -155,7 +139,7 @@ class Worker:
                         await self._dispatch(group, None)
                     finally:
                         beat.cancel()
-        return {outcome: self.counts[outcome] - start[outcome] for outcome in Outcome}
+        return {outcome: self.counts[outcome] - start[outcome] for outcome in outcomes.Outcome}
 
     async def recover_stalled(self) -> list[int]:
         """Put back the jobs of workers silent for longer than the lease (never this one's)."""
@@ -322,7 +306,7 @@ class Worker:
         self._running.add(task)
         task.add_done_callback(self._job_done)
 
-    def _job_done(self, task: asyncio.Task[Outcome]) -> None:
+    def _job_done(self, task: asyncio.Task[outcomes.Outcome]) -> None:
         self._running.discard(task)
         if not task.cancelled() and task.exception() is None:
             self.counts[task.result()] += 1
@@ -341,7 +325,7 @@ class Worker:
         if pending:
             await asyncio.wait(pending)
 
-    async def _run_job(self, job: jobs.Job, worker_id: int) -> Outcome:
+    async def _run_job(self, job: jobs.Job, worker_id: int) -> outcomes.Outcome:
         extra = {"action": "job_run", "job_id": job.id, "kind": job.kind}
         logger.debug(
             "job %s %s:%s attempt %d", job.id, job.kind, job.dedupe_key, job.attempts, extra=extra
@@ -353,70 +337,18 @@ class Worker:
                 raise errors.JobValidationError(f"no handler for job kind {job.kind!r}")
             await handler(job)
         except asyncio.CancelledError:
-            released = self._record(job, worker_id, Outcome.RELEASED, None)
+            released = self.outcomes.record(job, worker_id, outcomes.Outcome.RELEASED, None)
             self.counts[await self._shielded(released, "release")] += 1
             raise
         except errors.JobValidationError as exc:
-            outcome, error = Outcome.FAILED, _describe(exc)
+            outcome, error = outcomes.Outcome.FAILED, outcomes.describe(exc)
             logger.error("job %s is invalid: %s", job.id, error, extra=extra)
-        except TRANSIENT_ERRORS as exc:
-            outcome, error = self._after_failure(job), _describe(exc)
+        except outcomes.TRANSIENT_ERRORS as exc:
+            outcome, error = outcomes.after_failure(job), outcomes.describe(exc)
             logger.warning("job %s attempt %d failed: %s", job.id, job.attempts, error, extra=extra)
         except Exception as exc:
-            outcome, error = self._after_failure(job), _describe(exc)
+            outcome, error = outcomes.after_failure(job), outcomes.describe(exc)
             logger.exception("job %s attempt %d crashed", job.id, job.attempts, extra=extra)
         else:
-            outcome = Outcome.SUCCEEDED
-        return await self._shielded(self._record(job, worker_id, outcome, error), "record")
-
-    @staticmethod
-    def _after_failure(job: jobs.Job) -> Outcome:
-        return Outcome.FAILED if job.attempts >= job.max_attempts else Outcome.RETRIED
-
-    async def _record(
-        self, job: jobs.Job, worker_id: int, outcome: Outcome, error: str | None
-    ) -> Outcome:
-        """Write the outcome; retried while Postgres is away, for at most a lease (then the
-        job is another worker's to recover)."""
-        tries = (
-            1
-            if outcome is Outcome.RELEASED
-            else 1 + int(self.settings.lease_seconds // self.settings.heartbeat_seconds)
-        )
-        for attempt in range(1, tries + 1):
-            try:
-                written = await self._write(job, worker_id, outcome, error)
-            except errors.StoreUnavailable as exc:
-                logger.warning("job %s: cannot record %s (%s)", job.id, outcome, exc)
-                if attempt == tries:
-                    return Outcome.LOST
-                await asyncio.sleep(self.settings.heartbeat_seconds)
-            else:
-                break
-        if not written:
-            logger.warning("job %s was taken over by another worker", job.id)
-            return Outcome.LOST
-        logger.info(
-            "job %s %s:%s %s",
-            job.id,
-            job.kind,
-            job.dedupe_key,
-            outcome,
-            extra={"action": "job_" + outcome.value, "job_id": job.id},
-        )
-        return outcome
-
-    async def _write(
-        self, job: jobs.Job, worker_id: int, outcome: Outcome, error: str | None
-    ) -> bool:
-        if outcome is Outcome.SUCCEEDED:
-            return await jobs.succeed(self.db, job.id, worker_id)
-        if outcome is Outcome.RELEASED:
-            return await jobs.release(self.db, job.id, worker_id)
-        assert error is not None
-        if outcome is Outcome.FAILED:
-            return await jobs.fail(self.db, job.id, worker_id, error)
-        delay = jobs.backoff_seconds(
-            job.attempts, self.settings.backoff_base_seconds, self.settings.backoff_max_seconds
-        )
-        return await jobs.retry(self.db, job.id, worker_id, delay, error)
+            outcome = outcomes.Outcome.SUCCEEDED
+        return await self._shielded(self.outcomes.record(job, worker_id, outcome, error), "record")

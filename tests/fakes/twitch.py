@@ -18,70 +18,22 @@ import json
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from memory import errors
+from tests.fakes import eventsub
 
 CLIENT_ID = "fake-client-id"
 CLIENT_SECRET = "fake-client-secret"
 APP_TOKEN = "fake-app-token"
 BOT_ID = "1001"
 BOT_LOGIN = "memorybot"
-OWNER_ID = "2002"
-OWNER_LOGIN = "owner"
+OWNER_ID = eventsub.OWNER_ID
+OWNER_LOGIN = eventsub.OWNER_LOGIN
 USER_TOKEN = "fake-user-token"
 REFRESH_TOKEN = "fake-refresh-token"
 USER_SCOPES = ["user:read:chat", "user:write:chat", "user:bot"]
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
-
-
-def chat_event(
-    *,
-    user_id: str,
-    login: str,
-    text: str,
-    broadcaster_id: str = OWNER_ID,
-    broadcaster_login: str = OWNER_LOGIN,
-    badges: tuple[str, ...] = (),
-    message_id: str | None = None,
-    cheer_bits: int | None = None,
-    source_broadcaster_id: str | None = None,
-) -> dict[str, Any]:
-    """The ``event`` object of a ``channel.chat.message`` notification (every key TwitchIO reads)."""
-    return {
-        "broadcaster_user_id": broadcaster_id,
-        "broadcaster_user_login": broadcaster_login,
-        "broadcaster_user_name": broadcaster_login,
-        "chatter_user_id": user_id,
-        "chatter_user_login": login,
-        "chatter_user_name": login.capitalize(),
-        "message_id": message_id or str(uuid.uuid4()),
-        "message": {
-            "text": text,
-            "fragments": [
-                {"type": "text", "text": text, "cheermote": None, "emote": None, "mention": None}
-            ],
-        },
-        "color": "#00FF00",
-        "badges": [{"set_id": badge, "id": "1", "info": ""} for badge in badges],
-        "message_type": "text",
-        "cheer": {"bits": cheer_bits} if cheer_bits else None,
-        "reply": None,
-        "channel_points_custom_reward_id": None,
-        "channel_points_animation_id": None,
-        "source_broadcaster_user_id": source_broadcaster_id,
-        "source_broadcaster_user_login": "other" if source_broadcaster_id else None,
-        "source_broadcaster_user_name": "Other" if source_broadcaster_id else None,
-        "source_message_id": None,
-        "source_badges": None,
-        "is_source_only": None,
-    }
 
 
 @dataclass
@@ -193,7 +145,7 @@ class FakeTwitch:
             "metadata": {
                 "message_id": str(uuid.uuid4()),
                 "message_type": "notification",
-                "message_timestamp": now_iso(),
+                "message_timestamp": eventsub.now_iso(),
                 "subscription_type": "channel.chat.message",
                 "subscription_version": "1",
             },
@@ -216,7 +168,7 @@ class FakeTwitch:
                 "session": {
                     "id": old.session_id,
                     "status": "reconnecting",
-                    "connected_at": now_iso(),
+                    "connected_at": eventsub.now_iso(),
                     "keepalive_timeout_seconds": None,
                     "reconnect_url": f"{self.eventsub_ws}?reconnect={uuid.uuid4().hex[:8]}",
                 }
@@ -379,7 +331,7 @@ class FakeTwitch:
             "version": body["version"],
             "condition": body["condition"],
             "transport": body["transport"],
-            "created_at": now_iso(),
+            "created_at": eventsub.now_iso(),
             "cost": 0,
         }
         async with self.connected:
@@ -436,7 +388,7 @@ class FakeTwitch:
         return {
             "message_id": str(uuid.uuid4()),
             "message_type": kind,
-            "message_timestamp": now_iso(),
+            "message_timestamp": eventsub.now_iso(),
         }
 
     async def _send(self, conn: Connection, frame: dict[str, Any]) -> None:
@@ -463,7 +415,7 @@ class FakeTwitch:
                 "session": {
                     "id": conn.session_id,
                     "status": "connected",
-                    "connected_at": now_iso(),
+                    "connected_at": eventsub.now_iso(),
                     "keepalive_timeout_seconds": 10,
                     "reconnect_url": None,
                 }
@@ -494,75 +446,3 @@ class FakeTwitch:
             conn.closed.set()
             task.cancel()
         return ws
-
-
-class FakeClock:
-    """``sending.Clock`` whose ``sleep`` only advances time (recorded in ``sleeps``)."""
-
-    def __init__(self, start: float = 100.0, epoch: float = 1_800_000_000.0) -> None:
-        self.now = start
-        self.epoch_offset = epoch - start
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now + self.epoch_offset
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += max(seconds, 0.0)
-        await asyncio.sleep(0)
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@dataclass
-class RecordingMemory:
-    """``commands.MemoryCommands`` that records every call (the operations are issue 3's)."""
-
-    viewers: dict[str, str] = field(default_factory=dict)
-    summaries: dict[str, str] = field(default_factory=dict)
-    #: memory id → owner user id; others raise UnknownMemory
-    memories: dict[str, str] = field(default_factory=dict)
-    calls: list[tuple[Any, ...]] = field(default_factory=list)
-
-    async def find_viewer(self, login: str) -> str | None:
-        return self.viewers.get(login)
-
-    def _owned(self, user_id: str, memory_id: str) -> None:
-        if self.memories.get(memory_id) != user_id:
-            raise errors.UnknownMemory()
-
-    async def forget_last(self, actor: str, user_id: str, stream: str) -> int:
-        self.calls.append(("forget_last", actor, user_id, stream))
-        return 2
-
-    async def forget_memory(self, actor: str, user_id: str, memory_id: str) -> int:
-        self._owned(user_id, memory_id)
-        self.calls.append(("forget_memory", actor, user_id, memory_id))
-        return 1
-
-    async def forget_viewer(self, actor: str, user_id: str) -> int:
-        self.calls.append(("forget_viewer", actor, user_id))
-        return 5
-
-    async def correct(self, actor: str, user_id: str, memory_id: str, text: str) -> None:
-        self._owned(user_id, memory_id)
-        self.calls.append(("correct", actor, user_id, memory_id, text))
-
-    async def summary(self, user_id: str) -> str:
-        self.calls.append(("summary", user_id))
-        return self.summaries.get(user_id, "")
-
-    async def reload_lore(self, actor: str) -> int:
-        self.calls.append(("reload_lore", actor))
-        return 3
-
-    async def pause(self, actor: str, stream: str) -> None:
-        self.calls.append(("pause", actor, stream))
-
-    async def resume(self, actor: str, stream: str) -> None:
-        self.calls.append(("resume", actor, stream))
