@@ -128,3 +128,17 @@ async def test_lookups_by_memory_id_open_only_the_spaces_named(tmp_path: Path) -
         assert router(spaces).opened == 2
         assert await spaces.find(target.id) is None  # no hint: every space is looked at
         assert await spaces.find(records_[5].id) is not None
+
+
+async def test_a_collection_in_both_layouts_is_refused_not_overwritten(tmp_path: Path) -> None:
+    root = tmp_path / "q"
+    await qdrant_local.FolderClient(root).close()
+    for path in (root, root / "spaces" / "alpha"):  # an older version wrote alpha again
+        legacy = AsyncQdrantClient(path=str(path))
+        await legacy.create_collection(
+            "alpha", vectors_config=qm.VectorParams(size=2, distance=qm.Distance.COSINE)
+        )
+        await legacy.close()
+    with pytest.raises(errors.StoreUnavailable, match="alpha twice"):
+        qdrant_local.FolderClient(root)
+    assert (root / "meta.json").exists()  # nothing moved

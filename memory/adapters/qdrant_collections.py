@@ -156,6 +156,8 @@ class Collections:
 
     async def _index(self, name: str) -> None:
         """Payload indexes (used by a server; local mode ignores them and warns once)."""
+        if isinstance(self.client, qdrant_local.FolderClient):
+            return  # two more metadata rewrites on a viewer's first memory, for nothing
         fields: list[tuple[str, qm.KeywordIndexParams]] = [
             ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
             ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),

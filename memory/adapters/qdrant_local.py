@@ -211,6 +211,12 @@ def split_legacy(root: Path) -> int:
     for name, config in meta.get("collections", {}).items():
         folder = root / SPACES / name
         source = root / "collection" / name
+        if (folder / META).exists() and source.exists():  # an older version wrote it again
+            raise errors.StoreUnavailable(
+                f"the embedded Qdrant in {root} holds collection {name} twice (a folder of its "
+                f"own and the single-folder layout of an older version): keep one of "
+                f"{folder} and {source}, then start again"
+            )
         (folder / "collection").mkdir(parents=True, exist_ok=True)
         if source.exists():
             source.rename(folder / "collection" / name)
