@@ -15,6 +15,7 @@ from bot import errors as bot_errors
 from config import settings as settings_module
 from memory import errors, logs
 from memory import runtime as services_module
+from memory.history import chatlogs
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -28,11 +29,29 @@ def parser() -> argparse.ArgumentParser:
         help="text (timestamped lines) or json (one object a line); default LIVEMEMORY_LOG_FORMAT",
     )
     sub = root.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="run the Twitch bot")
+    run = sub.add_parser("run", help="run the Twitch bot")
+    run.add_argument(
+        "--no-llm",
+        action="store_true",
+        help="memory-only bot: no model, chat commands still answered (LIVEMEMORY_OLLAMA__ENABLED=false)",
+    )
+    sub.add_parser("web", help="serve the memory dashboard (LIVEMEMORY_WEB__PORT)")
+    importer = sub.add_parser(
+        "import", help="backfill memory from a past chat log (no replies; resumable)"
+    )
+    importer.add_argument("file", type=Path)
+    importer.add_argument("--format", choices=["auto", *chatlogs.FORMATS], default="auto")
+    importer.add_argument("--stream", help="stream session id (default: from the file)")
     replay = sub.add_parser(
         "replay", help="feed a chat transcript (JSON Lines) through the pipeline"
     )
     replay.add_argument("file", type=Path)
+    replay.add_argument(
+        "--format",
+        choices=["auto", *chatlogs.FORMATS],
+        default="jsonl",
+        help="jsonl (default), twitchdownloader, chat-downloader, irc, or auto",
+    )
     replay.add_argument("--json", action="store_true", help="one JSON turn report a line")
     replay.add_argument("--no-llm", action="store_true", help="everything but the model call")
     replay.add_argument(
@@ -56,10 +75,17 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
     if args.command == "run":
         from bot.twitch import run as twitch_run
 
-        return await twitch_run.main(settings)
-    if args.command == "replay" and not args.file.is_file():
-        print(f"error: no such transcript file: {args.file}", file=sys.stderr)
+        return await twitch_run.main(settings, no_llm=args.no_llm)
+    if args.command == "web":
+        from bot.web import serve
+
+        return await serve.main(settings)
+    if args.command in ("replay", "import") and not args.file.is_file():
+        what = "transcript file" if args.command == "replay" else "chat log"
+        print(f"error: no such {what}: {args.file}", file=sys.stderr)
         return EXIT_ERROR
+    if args.command == "import":
+        return await _import(args, settings)
     # a replay runs consolidation itself (after each turn with --sync-consolidation, else at the end)
     background = None if args.command == "console" else False
     async with services_module.lifespan(
@@ -71,12 +97,25 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
                 services,
                 args.file,
                 as_json=args.json,
+                fmt=args.format,
                 no_llm=args.no_llm,
                 sync_consolidation=args.sync_consolidation,
                 commands=services.commands,
             )
         else:
             await console.console(services, no_llm=args.no_llm, commands=services.commands)
+    return 0
+
+
+async def _import(args: argparse.Namespace, settings: settings_module.Settings) -> int:
+    from bot import importer
+
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as services:
+        report = await importer.import_log(services, args.file, fmt=args.format, stream=args.stream)
+    print(
+        f"imported {report.messages} messages into {', '.join(report.streams) or 'no stream'}: "
+        f"{report.turns} turns, skipped {report.skipped} already answered"
+    )
     return 0
 
 

@@ -12,3 +12,7 @@ class BotError(Exception):
 
 class CredentialError(BotError):
     """A Twitch credential is missing or invalid."""
+
+
+class TwitchUnreachable(BotError):
+    """Twitch could not be reached."""

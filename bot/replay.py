@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from bot import output
 from memory import session
-from memory.history import transcript_file
+from memory.history import chatlogs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -25,6 +25,7 @@ async def replay(
     *,
     as_json: bool,
     no_llm: bool,
+    fmt: str = "jsonl",
     sync_consolidation: bool,
     commands: ports.CommandHandler | None = None,
 ) -> int:
@@ -44,7 +45,7 @@ async def replay(
         services, deliver, commands=commands, sync_consolidation=sync_consolidation
     )
     try:
-        for event in transcript_file.read(path, prefix=services.settings.twitch.prefix):
+        for event in chatlogs.read(path, fmt, prefix=services.settings.twitch.prefix):
             await runner.feed(event)
     finally:
         await runner.finish()

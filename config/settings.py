@@ -55,6 +55,9 @@ class QdrantSettings(_Section):
 
 
 class OllamaSettings(_Section):
+    #: false: no language model at all — a memory-only bot that still answers chat commands
+    #: (``python -m bot run --no-llm``); the ``auto`` embedder then uses the offline one
+    enabled: bool = True
     chat_model: str = "llama3.2:3b"
     #: model used by the ``summarizing`` reducer; the chat model when unset
     summary_model: str | None = None
@@ -176,12 +179,30 @@ class TwitchSettings(_Section):
     command_cooldown_seconds: float = Field(5.0, ge=0)
     #: seconds a ``!forget me`` waits for its ``!forget me confirm``
     forget_confirm_seconds: float = Field(120.0, gt=0)
+    #: start-up: attempts to reach Twitch before giving up, and the first pause between them
+    #: (doubled each time, at most 60 s)
+    connect_attempts: int = Field(6, ge=1)
+    connect_retry_seconds: float = Field(2.0, ge=0)
     #: sending token: ``app`` (the Chat Bot badge; needs ``user:bot`` from the bot account and
     #: ``channel:bot`` from the broadcaster or mod status) or ``user`` (the bot's user token)
     send_as: Literal["app", "user"] = "app"
     #: retries of one message answered with HTTP 429, and the longest wait honoured per retry
     send_max_retries: int = Field(3, ge=0)
     send_max_wait_seconds: float = Field(60.0, ge=0)
+
+
+class WebSettings(_Section):
+    """The memory dashboard (``python -m bot web``)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    #: the address the browser uses; Twitch redirects to ``<public_url>/auth/callback`` (register
+    #: it in the Twitch application). Cookies are ``Secure`` when it is https.
+    public_url: str = "http://127.0.0.1:8080"
+    #: signs the session cookie; unset: a random one per start (sign-ins end with the process)
+    session_secret: SecretStr | None = None
+    #: seconds a sign-in lasts
+    session_seconds: int = Field(8 * 3600, ge=60)
 
 
 class Settings(BaseSettings):
@@ -235,6 +256,7 @@ class Settings(BaseSettings):
     history: HistorySettings = HistorySettings()
     worker: WorkerSettings = WorkerSettings()
     twitch: TwitchSettings = TwitchSettings()
+    web: WebSettings = WebSettings()
 
     @pydantic.field_validator("database_url", "redis_url", "qdrant_url", mode="before")
     @classmethod

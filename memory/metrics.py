@@ -7,12 +7,19 @@ process passes one it exposes), never the global default registry.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from memory import errors
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from memory import models
+    from memory.consolidate import jobs
 
 #: seconds; the stage budget is 1 s by default
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0)
@@ -88,6 +95,8 @@ class MemoryMetrics:
         self.turns = Counter(
             "livememory_turns", "Turns by final status", ["status"], registry=registry
         )
+        #: turn and model latency, commands, chat delivery, the job queue
+        self.operator = OperatorMetrics(registry)
 
     def cache_lookup(self, kind: str, result: str) -> None:
         self.cache.labels(source=kind, result=result).inc()
@@ -107,7 +116,134 @@ class MemoryMetrics:
             self.messages_sent.observe(prompt.messages_sent)
             self.tokens.observe(prompt.tokens_estimate)
         self.turns.labels(status=report.status.value).inc()
+        self.operator.record_turn(report)
 
 
 #: timing keys of the memory stage without a viewer part (``model`` and others are not memory)
 _STAGE_KINDS = frozenset({"profile", "recall", "episodic", "lore", "state"})
+
+
+#: seconds of a whole turn or a model call (a local model answers in seconds, not milliseconds)
+TURN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+#: chat command names counted by name; anything else a viewer types after ``!`` is ``other``
+COMMAND_NAMES = frozenset({"forget", "correct", "memory", "lore", "pause", "resume", "quiet"})
+
+
+def command_name(text: str) -> str:
+    """``!forget last`` → ``forget``; an unknown word → ``other`` (label values stay few)."""
+    word = text.lstrip("!").split(maxsplit=1)[0].casefold() if text.strip("! ") else ""
+    return word if word in COMMAND_NAMES else "other"
+
+
+class OperatorMetrics:
+    """What an operator watches beside the memory stage, in ``registry``.
+
+    * ``livememory_turn_seconds`` / ``livememory_model_seconds`` — histograms: a whole turn
+      (plan → reply journaled) and the model call in it
+    * ``livememory_commands_total{command, outcome}`` — chat commands by name and turn status
+    * ``livememory_chat_messages_total{channel, status}`` — reply parts sent / dropped / failed
+    * ``livememory_chat_rate_limited_total{channel}`` — HTTP 429 answers from Twitch
+    * ``livememory_jobs{status}``, ``livememory_jobs_oldest_todo_seconds`` — the queue, refreshed
+      by :func:`memory.runtime` every ``QUEUE_POLL_SECONDS`` while metrics are served
+    * ``livememory_job_attempts_total{kind, outcome}`` — job attempts: succeeded, retried, failed
+    * ``livememory_job_seconds{kind}`` — histogram of job attempt durations
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.turn_seconds = Histogram(
+            "livememory_turn_seconds",
+            "Whole turn latency: plan, recall, model, journal",
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.model_seconds = Histogram(
+            "livememory_model_seconds",
+            "Model call latency within a turn (tool rounds included)",
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.commands = Counter(
+            "livememory_commands",
+            "Chat commands by name and outcome (turn status)",
+            ["command", "outcome"],
+            registry=registry,
+        )
+        self.chat_messages = Counter(
+            "livememory_chat_messages",
+            "Reply parts by channel and delivery status (sent, dropped, failed)",
+            ["channel", "status"],
+            registry=registry,
+        )
+        self.rate_limited = Counter(
+            "livememory_chat_rate_limited",
+            "HTTP 429 answers from Twitch by channel",
+            ["channel"],
+            registry=registry,
+        )
+        self.jobs = Gauge(
+            "livememory_jobs", "Jobs in the queue by status", ["status"], registry=registry
+        )
+        self.oldest_job = Gauge(
+            "livememory_jobs_oldest_todo_seconds",
+            "Seconds the oldest runnable job has waited (0 when none waits)",
+            registry=registry,
+        )
+        self.job_attempts = Counter(
+            "livememory_job_attempts",
+            "Job attempts by kind and outcome (succeeded, retried, failed)",
+            ["kind", "outcome"],
+            registry=registry,
+        )
+        self.job_seconds = Histogram(
+            "livememory_job_seconds",
+            "Duration of job attempts by kind",
+            ["kind"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+
+    def record_turn(self, report: models.TurnReport) -> None:
+        if report.command is not None:
+            outcome = report.status.value
+            self.commands.labels(command=command_name(report.command), outcome=outcome).inc()
+            return
+        if "turn_total" in report.timings_ms:
+            self.turn_seconds.observe(report.timings_ms["turn_total"] / 1000)
+        if "model" in report.timings_ms:
+            self.model_seconds.observe(report.timings_ms["model"] / 1000)
+
+    def record_delivery(self, channel: str, status: str, rate_limited: int) -> None:
+        self.chat_messages.labels(channel=channel, status=status).inc()
+        if rate_limited:
+            self.rate_limited.labels(channel=channel).inc(rate_limited)
+
+    def record_queue(self, counts: Mapping[str, int], oldest_seconds: float | None) -> None:
+        for status, count in counts.items():
+            self.jobs.labels(status=status).set(count)
+        self.oldest_job.set(oldest_seconds or 0.0)
+
+    def instrument(self, kind: str, handler: jobs.Handler) -> jobs.Handler:
+        """``handler`` counting its attempts by outcome, as the worker will record them (a
+        validation error or the last attempt fails the job; another error retries it)."""
+
+        async def run(job: jobs.Job) -> None:
+            started = time.perf_counter()
+            outcome = "failed"
+            try:
+                await handler(job)
+                outcome = "succeeded"
+            except errors.JobValidationError:
+                raise
+            except asyncio.CancelledError:
+                outcome = ""
+                raise
+            except Exception:
+                outcome = "failed" if job.attempts >= job.max_attempts else "retried"
+                raise
+            finally:
+                if outcome:
+                    self.job_attempts.labels(kind=kind, outcome=outcome).inc()
+                    self.job_seconds.labels(kind=kind).observe(time.perf_counter() - started)
+
+        return run

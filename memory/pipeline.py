@@ -161,6 +161,7 @@ class TurnPipeline:
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
         """Answer one batch. The batch's events must already be in the transcript."""
+        started = time.perf_counter()
         chat = batch.chat
         turn_id = await self.transcript.start_turn(batch.stream, [e.id for e in chat])
         report = models.TurnReport(
@@ -215,6 +216,7 @@ class TurnPipeline:
                     turn_id=turn_id,
                 )
             )
+        report.timings_ms["turn_total"] = (time.perf_counter() - started) * 1000
         await self.transcript.finish_turn(
             turn_id,
             stream=batch.stream,

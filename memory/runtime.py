@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import prometheus_client
 
+from memory import errors, migrate, pipeline, ports
 from memory import metrics as metrics_module
-from memory import migrate, pipeline, ports
 from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres, qdrant
 from memory.adapters import redis as redis_adapter
-from memory.consolidate import consolidation, profile, worker
+from memory.consolidate import consolidation, profile, queue_status, worker
 from memory.history import reducers, transcript, working
 from memory.ops import chat_operations, operations
 from memory.recall import cache, directory, retrieval, sources
@@ -130,6 +130,7 @@ async def lifespan(
         store = transcript.Transcript(db)
         shared_cache, history = await _open_cache_and_history(settings, stack)
         wants_model = role == "bot" or settings.ollama.extract_facts
+        no_llm = no_llm or not settings.ollama.enabled
         model = None if no_llm or not wants_model else _chat_model(settings)
         embedder = await embedders.build_embedder(settings)
         memory_spaces = await qdrant.open_spaces(settings, embedder)
@@ -154,7 +155,11 @@ async def lifespan(
             invalidator=retriever,
             model=model if settings.ollama.extract_facts else None,
         )
-        handlers = {consolidation.JOB_KIND: consolidation.make_handler(consolidator)}
+        handlers = {
+            consolidation.JOB_KIND: metrics.operator.instrument(
+                consolidation.JOB_KIND, consolidation.make_handler(consolidator)
+            )
+        }
         viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
         seams = pipeline.Seams(
             planner=planner_module.Planner(
@@ -180,8 +185,9 @@ async def lifespan(
         )
         if role == "bot":
             await _load_lore_once(settings, memory_spaces)
-            if settings.metrics_port is not None:
-                stack.callback(_serve_metrics(settings, metrics.registry))
+        if role in ("bot", "worker") and settings.metrics_port is not None:
+            stack.callback(_serve_metrics(settings, metrics.registry))
+            await stack.enter_async_context(_queue_gauges(db, metrics.operator))
         consolidation_worker = worker.Worker(db, settings, handlers)
         services = Services(
             settings=settings,
@@ -225,6 +231,34 @@ def _serve_metrics(
         thread.join()
 
     return stop
+
+
+#: seconds between two refreshes of the job-queue gauges
+QUEUE_POLL_SECONDS = 15.0
+
+
+@contextlib.asynccontextmanager
+async def _queue_gauges(
+    db: postgres.Database, metrics: metrics_module.OperatorMetrics
+) -> AsyncIterator[None]:
+    """Refresh the job-queue gauges (depth, oldest job) in an owned task while metrics are served."""
+
+    async def refresh() -> None:
+        while True:
+            try:
+                state = await queue_status.status(db)
+                metrics.record_queue(state.counts, state.oldest_todo_seconds)
+            except errors.StoreUnavailable as exc:  # Postgres away: the gauges keep their values
+                logger.warning("job queue metrics not refreshed: %s", exc)
+            await asyncio.sleep(QUEUE_POLL_SECONDS)
+
+    task = asyncio.create_task(refresh(), name="queue-metrics")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @contextlib.asynccontextmanager

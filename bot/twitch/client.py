@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from bot.twitch import deliveries, tokens
     from config.settings import Settings
+    from memory import metrics as metrics_module
     from memory import models
 
     ChatSink = Callable[[models.ChatEvent], Awaitable[None]]
@@ -62,6 +63,7 @@ class LiveMemoryBot(commands.Bot):
         session: aiohttp.ClientSession | None = None,
         clock: sending.Clock | None = None,
         on_channels: Callable[[list[Channel]], Awaitable[None]] | None = None,
+        metrics: metrics_module.OperatorMetrics | None = None,
     ) -> None:
         twitch = settings.twitch
         credentials.check(settings)
@@ -81,6 +83,7 @@ class LiveMemoryBot(commands.Bot):
         self.token_store = token_store
         self.delivery_log = delivery_log
         self.on_channels = on_channels
+        self.metrics = metrics
         self.clock = clock or sending.SystemClock()
         self.limiter = sending.RateLimiter.from_settings(twitch, self.clock)
         self.sender = sending.Sender(
@@ -244,6 +247,11 @@ class LiveMemoryBot(commands.Bot):
             logger.error("no joined channel for stream %s: reply not sent", stream)
             return []
         results = await self.sender.send(channel.id, text, reply_to=reply_to)
+        if self.metrics is not None:
+            for result in results:
+                self.metrics.record_delivery(
+                    channel.id, result.status.value, sending.rate_limited_answers(result)
+                )
         if turn_id is not None and self.delivery_log is not None and results:
             await self.delivery_log.record(turn_id, results)
         return results

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import signal
 import sys
 from typing import TYPE_CHECKING
 
+import aiohttp
 import twitchio
 
 from bot import errors as bot_errors
@@ -27,14 +29,23 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: what a Twitch that cannot be reached raises at start-up (aiohttp's connector errors are OSErrors)
+UNREACHABLE = (aiohttp.ClientConnectionError, OSError, TimeoutError)
+#: the longest pause between two start-up attempts
+MAX_RETRY_SECONDS = 60.0
+
 
 def _refuse(problem: bot_errors.CredentialError) -> int:
     print(f"error: {problem}", file=sys.stderr)
     return credentials.EXIT_CREDENTIALS
 
 
-async def main(settings: Settings) -> int:
-    """Run the bot until SIGTERM/SIGINT; the process exit code (2: a Twitch credential)."""
+async def main(settings: Settings, *, no_llm: bool = False) -> int:
+    """Run the bot until SIGTERM/SIGINT; the process exit code (2: a Twitch credential).
+
+    Without a reachable Ollama it stops at once with one line, unless ``no_llm`` (or
+    ``LIVEMEMORY_OLLAMA__ENABLED=false``) asked for a memory-only bot, which answers chat commands.
+    """
     try:
         credentials.check(settings)  # before opening any store
     except bot_errors.CredentialError as exc:
@@ -44,7 +55,11 @@ async def main(settings: Settings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
-    async with services_module.lifespan(settings) as services:
+    async with services_module.lifespan(settings, no_llm=no_llm) as services:
+        if services.model is None:
+            logger.info("no language model: memory-only bot (chat commands are answered)")
+        else:
+            await services.model.check()
         return await run_bot(settings, services, stop=stop)
 
 
@@ -82,15 +97,53 @@ async def run_bot(
         )
         http = helix.traced_session()
         stack.push_async_callback(http.close)
-        bot = client.LiveMemoryBot(
-            settings,
-            on_chat=session.feed,
-            token_store=tokens.TokenStore(services.db),
-            delivery_log=deliveries.DeliveryLog(services.db),
-            session=http,
-            on_channels=register,
-        )
-        return await _serve(bot, session, stop, ready)
+        twitch = settings.twitch
+        for attempt in itertools.count(1):
+            bot = client.LiveMemoryBot(
+                settings,
+                on_chat=session.feed,
+                token_store=tokens.TokenStore(services.db),
+                delivery_log=deliveries.DeliveryLog(services.db),
+                session=http,
+                on_channels=register,
+                metrics=services.metrics.operator,
+            )
+            connected: list[bool] = []
+            try:
+                return await _serve(bot, session, stop, ready, connected)
+            except UNREACHABLE as exc:
+                if connected or attempt >= twitch.connect_attempts:
+                    raise bot_errors.TwitchUnreachable(
+                        f"Twitch unreachable at {twitch.api_base} ({_reason(exc)})"
+                        + (f" after {attempt} attempts" if attempt > 1 else "")
+                    ) from None
+                delay = min(twitch.connect_retry_seconds * 2 ** (attempt - 1), MAX_RETRY_SECONDS)
+                logger.warning(
+                    "Twitch unreachable at %s (%s): attempt %d of %d, next in %.0f s",
+                    twitch.api_base,
+                    _reason(exc),
+                    attempt,
+                    twitch.connect_attempts,
+                    delay,
+                    extra={"action": "twitch_unreachable"},
+                )
+                if stop is not None and await _stopped_within(stop, delay):
+                    return 0
+                if stop is None:
+                    await asyncio.sleep(delay)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``stop``; whether it was set."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await stop.wait()
+    return stop.is_set()
 
 
 async def _serve(
@@ -98,10 +151,15 @@ async def _serve(
     session: session_module.LiveSession,
     stop: asyncio.Event | None,
     ready: Callable[[client.LiveMemoryBot], Awaitable[None]] | None,
+    connected: list[bool],
 ) -> int:
+    async def mark_connected() -> None:
+        await bot.wait_until_ready()
+        connected.append(True)
+
     async with bot:
         runner = asyncio.create_task(bot.start(with_adapter=False), name="twitch-bot")
-        watchers: list[asyncio.Task[None]] = []
+        watchers = [asyncio.create_task(mark_connected(), name="twitch-connected")]
         if stop is not None:
             watchers.append(asyncio.create_task(_close_on(stop, bot, session), name="twitch-stop"))
         if ready is not None:

@@ -113,6 +113,14 @@ class Delivery:
     waited_seconds: float = 0.0
 
 
+def rate_limited_answers(delivery: Delivery) -> int:
+    """How many HTTP 429 answers one part met: every retry, and the last attempt when it failed
+    on a 429 too."""
+    retries = delivery.attempts - 1
+    last = delivery.status is DeliveryStatus.FAILED and "rate limited" in (delivery.error or "")
+    return retries + (1 if last else 0)
+
+
 def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
     """Split ``text`` on word boundaries into parts of at most ``limit`` characters of raw text.
 

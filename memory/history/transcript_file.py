@@ -7,6 +7,7 @@ its line number and what is wrong, after every line before it was yielded.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -19,6 +20,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+_BADGE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
+def badge_name(raw: str) -> str:
+    """A Twitch badge id as the transcript keeps it (``Founder`` → ``founder``); "" when it is not
+    one (Twitch names badges like ``subscriber``, ``founder``, ``artist-badge``, ``bits-leader``)."""
+    name = raw.strip().casefold()
+    return name if _BADGE.match(name) else ""
+
+
 class TranscriptLine(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", str_strip_whitespace=False)
 
@@ -28,7 +39,8 @@ class TranscriptLine(pydantic.BaseModel):
     user_id: str = pydantic.Field(min_length=1)
     login: str = pydantic.Field(min_length=1)
     name: str | None = None
-    badges: list[Literal["broadcaster", "moderator", "vip", "subscriber"]] = []
+    #: Twitch badge ids; the bot gives meaning to broadcaster, moderator, vip and subscriber
+    badges: list[str] = []
     text: str
     kind: Literal["message", "event"] = "message"
     event: Literal["sub", "raid", "cheer", "follow"] | None = None
@@ -38,6 +50,14 @@ class TranscriptLine(pydantic.BaseModel):
     @classmethod
     def _user_id_as_text(cls, value: object) -> object:
         return str(value) if isinstance(value, int) else value
+
+    @pydantic.field_validator("badges")
+    @classmethod
+    def _badge_names(cls, value: list[str]) -> list[str]:
+        names = [badge_name(badge) for badge in value]
+        if not all(names):
+            raise ValueError("a badge is a Twitch badge id like 'subscriber' or 'artist-badge'")
+        return names
 
     @pydantic.field_validator("ts")
     @classmethod

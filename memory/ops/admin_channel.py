@@ -12,14 +12,15 @@ from memory.ops import admin_io
 if TYPE_CHECKING:
     import argparse
 
+    from memory import ports
+
 
 async def list_viewers(
-    services: admin_io.AdminServices, search: str | None, limit: int
+    db: postgres.Database, spaces: ports.MemorySpaces, search: str | None, limit: int
 ) -> list[dict[str, Any]]:
-    """Viewers (newest seen first) with their message and memory counts."""
+    """Viewers (newest seen first) with their message and memory counts (admin, dashboard)."""
     with postgres.wrap_errors("list viewers"):
-        rows = await services.db.pool.fetch(sql.queries["admin_list_viewers"], search, limit)
-    spaces = services.ops.spaces
+        rows = await db.pool.fetch(sql.queries["admin_list_viewers"], search, limit)
     return [
         {**dict(row), "memories": await spaces.count(identity.personal_key(row["user_id"]))}
         for row in rows
@@ -35,7 +36,7 @@ async def listing(
     services: admin_io.AdminServices, args: argparse.Namespace, io: admin_io.Io
 ) -> int:
     if args.what == "viewers":
-        rows = await list_viewers(services, args.search, args.limit)
+        rows = await list_viewers(services.db, services.ops.spaces, args.search, args.limit)
         lines = [
             f"{r['login']:<24} {r['user_id']:<12} messages {r['messages']:<6} "
             f"memories {r['memories']:<5} last seen {r['last_seen']:%Y-%m-%d %H:%M}"

@@ -191,6 +191,8 @@ async def _auto(settings: Settings) -> ports.Embedder:
     from memory.adapters import ollama
 
     host, model = settings.ollama_host, settings.ollama.embed_model
+    if not settings.ollama.enabled:
+        return OfflineHashEmbedder()
     try:
         async with asyncio.timeout(1.0):
             listed = await ollama.has_model(host, model, request_timeout=1.0)

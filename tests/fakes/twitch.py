@@ -193,6 +193,7 @@ class FakeTwitch:
                 web.post("/helix/eventsub/subscriptions", self._create_subscription),
                 web.post("/helix/chat/messages", self._chat_message),
                 web.get("/ws", self._ws),
+                *self.extra_routes(),
             ]
         )
         self._runner = web.AppRunner(app)
@@ -201,6 +202,10 @@ class FakeTwitch:
         await site.start()
         port = self._runner.addresses[0][1]
         self.base = f"http://127.0.0.1:{port}"
+
+    def extra_routes(self) -> list[web.RouteDef]:
+        """More endpoints of a subclass (``tests/fakes/twitch_oauth.py``)."""
+        return []
 
     async def stop(self) -> None:
         for conn in self.connections:

@@ -1,0 +1,210 @@
+"""The memory dashboard (``python -m bot web``), signed in with the fake Twitch's OAuth flow.
+
+The browser test drives Debian's Chromium through Playwright: a moderator signs in, finds a viewer,
+forgets a memory, and the memory is then gone from recall. It saves a screenshot of each page in
+``docs/dashboard/``. The HTTP tests check the guard: no session, a stranger, a form without its
+CSRF token.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from bot.web import serve
+from memory import runtime
+from tests import cli, dashboard_helpers
+from tests import test_admin as admin_tests
+from tests.fakes import twitch as fake_twitch
+from tests.fakes import twitch_oauth
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from config import settings as settings_module
+    from memory.adapters import postgres
+    from tests.conftest import SettingsFactory
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = cli.ROOT / "docs" / "dashboard"
+MODERATOR = ("3003", "modmia")
+STRANGER = ("4004", "randy")
+
+stream = admin_tests.stream
+
+
+@pytest.fixture
+async def twitch() -> AsyncIterator[twitch_oauth.FakeTwitchOAuth]:
+    fake = twitch_oauth.FakeTwitchOAuth()
+    for user_id, login in (MODERATOR, STRANGER):
+        fake.add_user(user_id, login)
+    fake.moderators[fake_twitch.OWNER_ID] = {MODERATOR[0]}
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+def port() -> int:
+    return dashboard_helpers.free_port()
+
+
+@pytest.fixture
+def settings(
+    make_settings: SettingsFactory, twitch: twitch_oauth.FakeTwitchOAuth, port: int
+) -> settings_module.Settings:
+    return make_settings(
+        bot_name="mnemo",
+        twitch={
+            "client_id": fake_twitch.CLIENT_ID,
+            "client_secret": fake_twitch.CLIENT_SECRET,
+            "channels": [fake_twitch.OWNER_LOGIN],
+            "owner_id": fake_twitch.OWNER_ID,
+            "api_base": twitch.api_base,
+            "id_base": twitch.id_base,
+        },
+        web={"host": "127.0.0.1", "port": port, "public_url": f"http://127.0.0.1:{port}"},
+    )
+
+
+@pytest.fixture
+async def dashboard(
+    settings: settings_module.Settings, stream: list[str], port: int
+) -> AsyncIterator[tuple[str, runtime.Services]]:
+    async with (
+        runtime.lifespan(settings, role="admin", no_llm=True) as services,
+        serve.serving(settings, services, port=port),
+    ):
+        yield f"http://127.0.0.1:{port}", services
+
+
+async def sign_in(client: httpx.AsyncClient, base: str, login: str) -> httpx.Response:
+    """The authorization-code flow by hand: dashboard → Twitch consent form → callback."""
+    to_twitch = await client.get(f"{base}/auth/start")
+    assert to_twitch.status_code == 303
+    authorize = urllib.parse.urlsplit(to_twitch.headers["location"])
+    query = dict(urllib.parse.parse_qsl(authorize.query))
+    consent = await client.post(
+        urllib.parse.urlunsplit(authorize._replace(query="")),
+        data={
+            **{k: query[k] for k in ("client_id", "redirect_uri", "state", "scope")},
+            "login": login,
+        },
+    )
+    assert consent.status_code == 302, consent.text
+    return await client.get(consent.headers["location"])
+
+
+async def test_only_the_broadcaster_and_moderators_get_in(
+    dashboard: tuple[str, runtime.Services],
+) -> None:
+    base, _ = dashboard
+    async with httpx.AsyncClient() as client:
+        anonymous = await client.get(f"{base}/viewers")
+        assert (anonymous.status_code, anonymous.headers["location"]) == (303, "/login")
+        refused = await sign_in(client, base, STRANGER[1])
+        assert refused.status_code == 403
+        assert "randy is neither the broadcaster nor a moderator of this channel" in refused.text
+        assert (await client.get(f"{base}/viewers")).status_code == 303
+    for login in (fake_twitch.OWNER_LOGIN, MODERATOR[1]):
+        async with httpx.AsyncClient() as client:
+            welcomed = await sign_in(client, base, login)
+            assert (welcomed.status_code, welcomed.headers["location"]) == (303, "/viewers")
+            page = await client.get(f"{base}/viewers")
+            assert page.status_code == 200 and "alice" in page.text and f"{login} (" in page.text
+
+
+async def test_a_forged_state_or_a_form_without_csrf_changes_nothing(
+    dashboard: tuple[str, runtime.Services],
+) -> None:
+    base, services = dashboard
+    async with httpx.AsyncClient() as client:
+        forged = await client.get(f"{base}/auth/callback", params={"code": "x", "state": "forged"})
+        assert forged.status_code == 400 and "expired or forged" in forged.text
+        await sign_in(client, base, MODERATOR[1])
+        [memory, *_] = await services.operations.inspect("1001")
+        confirm = await client.get(f"{base}/memories/{memory.id}/forget")
+        assert confirm.status_code == 200 and "Forget this memory?" in confirm.text
+        no_token = await client.post(f"{base}/memories/{memory.id}/forget", data={})
+        assert no_token.status_code == 403
+        wrong = await client.post(f"{base}/memories/{memory.id}/forget", data={"csrf": "guess"})
+        assert wrong.status_code == 403
+        assert memory.id in {r.id for r in await services.operations.inspect("1001")}
+        unknown = await client.get(f"{base}/viewers/nobody")
+        assert unknown.status_code == 404 and "unknown viewer" in unknown.text
+
+
+def _need_chromium() -> None:
+    if shutil.which(CHROMIUM) is None:
+        if os.environ.get("LIVEMEMORY_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+        pytest.skip(f"{CHROMIUM} is not installed")
+
+
+async def test_a_moderator_forgets_a_memory_in_a_real_browser(
+    dashboard: tuple[str, runtime.Services], db: postgres.Database
+) -> None:
+    _need_chromium()
+    from playwright.async_api import async_playwright
+
+    base, services = dashboard
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1200, "height": 800})
+
+            async def shot(name: str) -> None:
+                await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+            await page.goto(f"{base}/viewers")
+            assert page.url == f"{base}/login"
+            await shot("login")
+            await page.get_by_text("Sign in with Twitch").click()
+            await page.get_by_label("Username").fill(MODERATOR[1])
+            await page.get_by_role("button", name="Authorize").click()
+            await page.wait_for_url(f"{base}/viewers")
+            await page.get_by_label("search viewers").fill("ali")
+            await page.get_by_role("button", name="search").click()
+            await page.wait_for_url(re.compile(r".*/viewers\?q=ali$"))
+            await shot("viewers")
+            await page.get_by_role("link", name="alice").click()
+            await page.wait_for_url(f"{base}/viewers/1001")
+            memories = page.locator("#memories")
+            assert await memories.get_by_text("my cat is called Miso").count() == 2  # + source
+            await shot("viewer")
+            row = memories.get_by_role("row").filter(has_text="my cat is called Miso")
+            await row.get_by_role("link", name="forget").click()
+            await shot("forget")
+            await page.get_by_role("button", name="Forget it").click()
+            await page.wait_for_url(f"{base}/viewers/1001?done=forgot")
+            assert await page.get_by_text("the memory was forgot").count() == 1
+            assert await memories.get_by_text("my cat is called Miso").count() == 0
+            assert await memories.get_by_text("I work as a graphic designer").count() == 2
+            for name in ("lore", "turns", "jobs", "streams"):
+                await page.goto(f"{base}/{name}")
+                assert await page.title() == f"{name} · livememory"
+                await shot(name)
+        finally:
+            await browser.close()
+
+    hits = await services.operations.search_own("1001", "what is my cat called Miso")
+    assert "my cat is called Miso" not in [h.record.text for h in hits]
+    assert "I work as a graphic designer" in [h.record.text for h in hits]
+    audit: list[Any] = await db.pool.fetch("SELECT actor, action FROM memory_audit")
+    assert [tuple(r) for r in audit] == [("web:modmia", "forget_memory")]
