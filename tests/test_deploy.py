@@ -57,6 +57,14 @@ def test_bot_and_worker_serve_metrics_and_the_bot_has_a_healthcheck(
     assert "http://127.0.0.1:9108/metrics" in test
 
 
+def test_the_dashboard_is_a_compose_service(compose: dict[str, Any]) -> None:
+    web = compose["services"]["web"]
+    assert web["command"] == ["python", "-m", "bot", "web"]
+    assert web["environment"]["LIVEMEMORY_WEB__HOST"] == "0.0.0.0"
+    assert web["ports"] == ["127.0.0.1:8080:8080"]
+    assert "QDRANT_URL" in web["environment"]  # beside the bot: a Qdrant server, never the folder
+
+
 def _dashboard() -> dict[str, Any]:
     data: dict[str, Any] = json.loads((DEPLOY / "grafana" / "livememory.json").read_text())
     return data

@@ -156,6 +156,14 @@ class LiveMemoryBot(commands.Bot):
         twitch = self.settings.twitch
         stored = self.tokens.get(self.bot_id)
         if stored is not None:
+            configured = twitch.user_token.get_secret_value() if twitch.user_token else None
+            if configured and credentials.bare_token(configured) != stored["token"]:
+                logger.warning(
+                    "the bot's user token stored in Postgres differs from "
+                    "LIVEMEMORY_TWITCH__USER_TOKEN: using the stored one (it is refreshed there); "
+                    "the .env token is used only when none is stored",
+                    extra={"action": "twitch_token_source"},
+                )
             resp = await self._http.validate_token(stored["token"])
         elif twitch.user_token is None:
             raise credentials.missing("user_token")
