@@ -20,7 +20,7 @@ from memory.history import batcher as batcher_module
 from memory.history import transcript, working
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterable
 
     from memory import runtime as services_module
 
@@ -140,8 +140,9 @@ class Replay(Session):
         for batch in self.batcher.feed(event):
             await self.run_batch(batch)
 
-    async def finish(self) -> None:
-        for batch in self.batcher.flush():
+    async def finish(self, streams: Iterable[str] | None = None) -> None:
+        """Close the open batches (of ``streams``, or all) and answer them."""
+        for batch in self.batcher.flush(streams):
             await self.run_batch(batch)
 
 

@@ -89,8 +89,7 @@ def test_sections_rule_line_and_attribution() -> None:
     assert lines[0] == context.RULE_LINE
     assert "recent chat" in lines[0].lower() and "channel state" in lines[0].lower()
     assert [line for line in lines if line.startswith("## ")] == [
-        "## Relevant viewer profile",
-        "## Targeted memory recall",
+        "## What viewers told us (most relevant first)",
         "## Earlier in this stream",
         "## Lore",
         "## Channel state (canonical)",
@@ -99,7 +98,8 @@ def test_sections_rule_line_and_attribution() -> None:
     assert "- [alice] My cat is called Miso" in lines
     assert "- [stream] alice: speedrun at 20:05; bot: gg" in lines
     assert "- [lore] Captain Nebula built the castle" in lines
-    assert [i.source for i in assembled.items] == ["profile", "recall", "episodic", "lore", "state"]
+    # the profile fact no search hit repeats comes after the hit (tests/test_context_relevance.py)
+    assert [i.source for i in assembled.items] == ["recall", "profile", "episodic", "lore", "state"]
 
 
 def test_nothing_gives_an_empty_block() -> None:
@@ -130,9 +130,10 @@ def test_the_same_words_of_two_viewers_are_kept_for_each_viewer() -> None:
         ok(src("lore"), item("lore", "Bob and Carol are siblings.")),
     ]
     assembled = context.assemble(outcomes, [], token_budget=1000)
+    # bob's fact is repeated by a search hit (relevant), alice's by none
     assert [(i.source, i.viewer) for i in assembled.items] == [
-        ("profile", "alice"),
         ("profile", "bob"),
+        ("profile", "alice"),
         ("state", None),
     ]
     assert "- [alice] I live in Rome" in assembled.block
@@ -269,7 +270,9 @@ def test_memory_text_cannot_pose_as_a_section_or_flood_the_block() -> None:
         [ok(src("recall", "alice"), item("recall", sneaky, "alice"))], [], token_budget=1000
     )
     lines = assembled.block.splitlines()
-    assert [line for line in lines if line.startswith("## ")] == ["## Targeted memory recall"]
+    assert [line for line in lines if line.startswith("## ")] == [
+        "## What viewers told us (most relevant first)"
+    ]
     [line] = [line for line in lines if line.startswith("- [alice]")]
     assert len(line) <= context.MAX_ITEM_CHARS + len("- [alice] ")
 
@@ -295,13 +298,13 @@ def test_without_dedupe_duplicates_and_history_repeats_are_kept_under_the_cap() 
     ]
     kept = context.assemble(outcomes, history, token_budget=1000, dedupe=False)
     assert [i.text for i in kept.items] == [
-        "I moved to Turin last year",
         "I just moved to Turin",
+        "I moved to Turin last year",  # the profile fact, just above the hit that repeats it
         "I moved to Turin last year!!",
         "I moved to Turin last year!!",
         "the boss fight was epic",
     ]
-    assert "## Relevant viewer profile" in kept.block and "## Earlier in this stream" in kept.block
+    assert "## What viewers told us" in kept.block and "## Earlier in this stream" in kept.block
     cap = kept.tokens_estimate - 5
     capped = context.assemble(outcomes, history, token_budget=cap, dedupe=False)
     assert capped.tokens_estimate <= cap

@@ -151,8 +151,8 @@ async def test_auto_uses_ollama_when_it_lists_the_model(
 ) -> None:
     caplog.set_level(logging.INFO, logger="memory.spaces.embedders")
     built = await embedders.build_embedder(make(tmp_path, "auto", fake_ollama.url))
-    assert (built.name, built.dim) == ("ollama:all-minilm:latest", 384)
-    assert "embedder: ollama:all-minilm:latest" in caplog.text
+    assert (built.name, built.dim) == ("ollama:paraphrase-multilingual:latest", 384)
+    assert "embedder: ollama:paraphrase-multilingual:latest" in caplog.text
 
 
 async def test_auto_falls_back_to_offline(tmp_path: Path, fake_ollama: FakeOllama) -> None:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from memory.adapters import qdrant_collections
+from memory.adapters import qdrant_collections, qdrant_hybrid
+from memory.spaces import lexical
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
 
@@ -150,6 +151,7 @@ class QdrantSpaces:
     ) -> None:
         name = self.collection(space)
         await self._collections.ensure(name, space=space, create=True)
+        hybrid = self._collections.hybrid(name)
         corrects = {r.corrects: r.id for r, _ in group if r.corrects}
         ids = {r.id for r, _ in group} | set(corrects)
         existing = {
@@ -166,7 +168,8 @@ class QdrantSpaces:
             payload[spaces_module.CORRECTED_BY_KEY] = marker
             if self.shared:
                 payload[spaces_module.TENANT_KEY] = space
-            points.append(qm.PointStruct(id=record.id, vector=vector, payload=payload))
+            vectors = qdrant_hybrid.point_vector(hybrid, record, vector)
+            points.append(qm.PointStruct(id=record.id, vector=vectors, payload=payload))
         await self.client.upsert(name, points=points, wait=True)
         in_group = {r.id for r, _ in group}
         for target, correction in corrects.items():
@@ -336,14 +339,17 @@ class QdrantSpaces:
             [vector] = await self.embedder.embed([query])
             fetch = spaces_module.fetch_size(limit)
             scope = _scope(space, self.shared)
-            candidates = await self._query(name, vector, fetch, scope)
+            sparse = lexical.query(query) if self._collections.hybrid(name) else None
+            candidates = await self._query(name, vector, sparse, fetch, scope)
             if kinds is not None and len(candidates) == fetch:
                 matching = [c for c in candidates if c.record.kind in kinds]
                 if len(matching) < limit:  # rare kinds deeper down: ask the store to filter
                     kind_filter = qm.FieldCondition(
                         key="kind", match=qm.MatchAny(any=[k.value for k in kinds])
                     )
-                    candidates += await self._query(name, vector, fetch, [*scope, kind_filter])
+                    candidates += await self._query(
+                        name, vector, sparse, fetch, [*scope, kind_filter]
+                    )
             corrections = await self._corrections(name, space, candidates)
             return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
 
@@ -356,15 +362,12 @@ class QdrantSpaces:
         self,
         name: str,
         vector: builtins.list[float],
+        sparse: lexical.SparseVector | None,
         fetch: int,
         conditions: Sequence[qm.Condition],
     ) -> builtins.list[spaces_module.Candidate]:
-        response = await self.client.query_points(
-            name,
-            query=vector,
-            limit=fetch,
-            query_filter=_filter(conditions),
-            with_payload=True,
+        points = await qdrant_hybrid.query(
+            self.client, name, vector, sparse, fetch, _filter(conditions)
         )
         return [
             spaces_module.Candidate(
@@ -372,7 +375,7 @@ class QdrantSpaces:
                 score=p.score,
                 corrected_by=(p.payload or {}).get(spaces_module.CORRECTED_BY_KEY),
             )
-            for p in response.points
+            for p in points
         ]
 
     async def _corrections(

@@ -23,6 +23,7 @@ from qdrant_client.http import exceptions as qdrant_exceptions
 
 from memory import errors
 from memory.adapters import qdrant_local
+from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
@@ -91,6 +92,10 @@ class Collections:
         self.known: dict[str, dict[str, Any]] = {}
         self._lock = asyncio.Lock()
 
+    def hybrid(self, name: str) -> bool:
+        """Whether collection ``name`` (known to exist) holds the sparse lexical vector too."""
+        return self.known.get(name, {}).get("lexical") == lexical.VERSION
+
     def forget(self, name: str) -> None:
         """Collection ``name`` is gone (dropped, maybe by another process)."""
         self.known.pop(name, None)
@@ -132,17 +137,34 @@ class Collections:
             recorded = (info.config.metadata or {}).get(META_KEY)
             spaces_module.check_embedder(recorded, self.embedder, name)
             self.known[name] = dict(recorded or {})
+            if space is not None and not self.hybrid(name):
+                logger.warning(
+                    "Qdrant collection %s predates hybrid search: dense search only there. Start "
+                    "over with a fresh LIVEMEMORY_DATA_DIR (or another "
+                    "LIVEMEMORY_QDRANT__COLLECTION_PREFIX) and re-consolidate to index it for "
+                    "lexical recall too",
+                    name,
+                    extra={"action": "collection_dense_only"},
+                )
         return True
 
     async def _create(self, name: str, space: str | None, size: int) -> None:
         extra: dict[str, Any] = {"layout": self.layout}
         if space is not None and not self.shared:
             extra["space"] = space
+        dense = qm.VectorParams(size=size, distance=qm.Distance.COSINE)
+        vectors: Any = dense
+        sparse = None
+        if space is not None:  # a memory collection: named dense + sparse lexical vectors
+            extra["lexical"] = lexical.VERSION
+            vectors = {lexical.DENSE: dense}
+            sparse = {lexical.SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}
         metadata = {META_KEY: spaces_module.embedder_metadata(self.embedder, **extra)}
         try:
             await self.client.create_collection(
                 name,
-                vectors_config=qm.VectorParams(size=size, distance=qm.Distance.COSINE),
+                vectors_config=vectors,
+                sparse_vectors_config=sparse,
                 metadata=metadata,
             )
         except (ValueError, qdrant_exceptions.UnexpectedResponse) as exc:

@@ -184,18 +184,26 @@ class Consolidator:
             rows = await self.db.pool.fetch(
                 sql.queries["memory_turn_messages"], list(turn["message_ids"])
             )
+            before = (
+                await self.db.pool.fetchrow(
+                    sql.queries["memory_message_before"], stream, rows[0]["id"]
+                )
+                if rows
+                else None
+            )
         messages = [_event(row) for row in rows]
+        context = (before["user_id"], before["text"]) if before else None
         tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
         decision = await self.barrier.excluded(turn_id)
-        draft = self._draft(turn_id, turn, messages, tombstones, decision)
+        draft = self._draft(turn_id, turn, messages, tombstones, decision, context)
         condensed, refreshed = await self._facts(turn_id, draft.personal)
         async with viewer_lock.hold(self.db, {m.event.user_id for m in messages}) as conn:
             tombstones = await self._tombstones(conn, turn_id, messages, condensed)
             if ("turn", turn_id) in tombstones:
                 return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
-            draft = self._draft(turn_id, turn, messages, tombstones, decision)
+            draft = self._draft(turn_id, turn, messages, tombstones, decision, context)
             forgotten = {target for kind, target in tombstones if kind == "memory"}
             condensed = facts.live(condensed, draft.personal, forgotten)
             await self._write(turn_id, draft, condensed, refreshed)
@@ -230,12 +238,14 @@ class Consolidator:
         messages: Sequence[_Message],
         tombstones: Mapping[tuple[str, str], datetime | None],
         decision: barrier.BarrierDecision,
+        context: tuple[str, str] | None = None,
     ) -> _Draft:
-        """What the turn gives, minus everything forgotten (redacted, tombstoned)."""
+        """What the turn gives, minus everything forgotten (redacted, tombstoned). ``context``:
+        (author, text) of the stream's message before the turn."""
         public = [
             m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
         ]
-        personal, dropped = self._personal(turn_id, public, decision)
+        personal, dropped = self._personal(turn_id, public, decision, context)
         personal = [r for r in personal if ("memory", r.id) not in tombstones]
         episode = None
         if self.settings.memory.use_episodic:
@@ -326,13 +336,20 @@ class Consolidator:
         turn_id: str,
         events: Sequence[models.ChatEvent],
         decision: barrier.BarrierDecision,
+        context: tuple[str, str] | None = None,
     ) -> tuple[list[memory_records.MemoryRecord], dict[str, str]]:
         records: list[memory_records.MemoryRecord] = []
         dropped: dict[str, str] = {}
         for event in events:
+            author, asked = context or ("", None)
+            context = (event.user_id, event.text)
             reason = self._ineligible(event, decision)
             if reason is None:
-                verdict = noise.classify(event.text, bot_names=(self.settings.bot_name,))
+                verdict = noise.classify(
+                    event.text,
+                    bot_names=(self.settings.bot_name,),
+                    previous=asked if author != event.user_id else None,
+                )
                 reason = None if verdict.keep else verdict.reason
             if reason is not None:
                 dropped[event.id] = reason

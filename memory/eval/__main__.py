@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import errors
-from memory.eval import REPO_ROOT, ablations, default_data_dir, report, suite
+from memory.eval import REPO_ROOT, ablations, default_data_dir, harness, report, suite
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 COMMANDS = ("quality", "ablations", "bench", "report", "baseline")
@@ -44,6 +44,22 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--system", choices=("full", "naive"), default="full", help="quality: the system evaluated"
+    )
+    p.add_argument(
+        "--embedder",
+        choices=("offline", "minilm", "ollama", "auto"),
+        default=harness.DEFAULT_EMBEDDER,
+        help="the embedder of the system and of the dense peer (ollama/auto read OLLAMA_HOST)",
+    )
+    p.add_argument(
+        "--locomo-first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="full runs: only LoCoMo's first N conversations (a development subset; 1 = conv-26)",
+    )
+    p.add_argument(
+        "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     p.add_argument(
@@ -73,6 +89,10 @@ def command_line(args: argparse.Namespace) -> str:
     parts = ["python -m memory.eval", args.command]
     if args.quick:
         parts.append("--quick")
+    if args.embedder != harness.DEFAULT_EMBEDDER:
+        parts.append(f"--embedder {args.embedder}")
+    if args.locomo_first is not None:
+        parts.append(f"--locomo-first {args.locomo_first}")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
     elif args.command == "report" and args.bench_from:
@@ -87,7 +107,13 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         print(f"error: unknown source(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return EXIT_ERROR
     results, skipped = await suite.run_quality(
-        sources, data_dir, quick=args.quick, system=args.system
+        sources,
+        data_dir,
+        quick=args.quick,
+        system=args.system,
+        embedder=args.embedder,
+        with_peers=not args.no_peers,
+        locomo_first=args.locomo_first,
     )
     print(report.quality_table(results))
     for source, why in skipped.items():
@@ -106,7 +132,10 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
     if not failures and baseline is None:
         print("GATE OK: synthetic misattribution 0; recall@5 NOT gated (no baseline.json recorded)")
     elif not failures:
-        print("GATE OK: synthetic misattribution 0 and recall@5 at or above the recorded baseline")
+        print(
+            "GATE OK: synthetic misattribution 0, recall@5 at or above the recorded baseline "
+            "and at or above BM25-speaker's on the same probes"
+        )
     return EXIT_GATE if failures else EXIT_OK
 
 
@@ -122,9 +151,11 @@ async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
     from memory.eval import bench
 
     started = time.perf_counter()
-    results, skipped = await suite.run_quality(list(suite.SOURCES), data_dir, quick=args.quick)
+    results, skipped = await suite.run_quality(
+        list(suite.SOURCES), data_dir, quick=args.quick, embedder=args.embedder
+    )
     naive_results, _ = await suite.run_quality(
-        ["synthetic"], data_dir, quick=args.quick, system="naive"
+        ["synthetic"], data_dir, quick=args.quick, system="naive", with_peers=False
     )
     results += naive_results
     print(report.quality_table(results))
@@ -138,7 +169,7 @@ async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
         print(f"note: no plots: {exc}", file=sys.stderr)
         images = []
     text = report.document(
-        results=results, rows=rows, bench=bench_data, skipped=skipped, embedder=_embedder_name(),
+        results=results, rows=rows, bench=bench_data, skipped=skipped, embedder=await suite.embedder_name(args.embedder),
         command=command_line(args), images=images, doc_dir=doc_dir, bench_text=bench_text,
     )  # fmt: skip
     doc_dir.mkdir(parents=True, exist_ok=True)
@@ -156,12 +187,6 @@ async def _bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(args.bench_from.read_text(encoding="utf-8"))
         return data.get("bench") or data
     return await bench.run(data_dir, quick=args.quick)
-
-
-def _embedder_name() -> str:
-    from memory.spaces import embedders
-
-    return embedders.OfflineHashEmbedder().name
 
 
 def _dump(path: Path | None, data: dict[str, Any]) -> None:

@@ -98,6 +98,8 @@ class SyntheticStream:
     moments: tuple[Moment, ...]
     lore: tuple[LoreEntry, ...]
     probes: tuple[Probe, ...]
+    #: message ids of the chat noise lines (reactions, emotes, stream talk, questions, commands)
+    noise_ids: tuple[str, ...] = ()
 
     @property
     def authors(self) -> dict[str, str]:
@@ -149,10 +151,13 @@ class Gold:
     claims: list[Claim] = field(default_factory=list)
     moments: list[Moment] = field(default_factory=list)
     probes: list[Probe] = field(default_factory=list)
+    noise: list[str] = field(default_factory=list)
 
     def record(self, line: Any, message_id: str) -> None:
         tag, uid = line.tag, line.user.user_id
-        if tag[0] == "statement":
+        if tag[0] == "noise":
+            self.noise.append(message_id)
+        elif tag[0] == "statement":
             previous = self.latest.get((uid, tag[1]))
             if previous:
                 self.superseded[previous] = message_id

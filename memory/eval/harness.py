@@ -34,6 +34,8 @@ PERSONAL_SOURCES = frozenset({"profile", "recall"})
 BOT_NAME = "Mnemo"
 #: where nothing listens: the evaluation never calls a model
 DEAD_OLLAMA = "http://127.0.0.1:9"
+#: the embedder of an evaluation run unless ``--embedder`` says otherwise
+DEFAULT_EMBEDDER = "offline"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +58,9 @@ class Case:
     logins: Mapping[str, str] = field(default_factory=dict)
     #: (lore id, text, key phrase)
     lore: tuple[tuple[str, str, str], ...] = ()
+    #: messages that must never become a personal memory of their author: chat noise, and claims
+    #: about another viewer (synthetic gold)
+    noise_ids: frozenset[str] = frozenset()
 
 
 def from_synthetic(stream: synthetic.SyntheticStream) -> Case:
@@ -70,6 +75,7 @@ def from_synthetic(stream: synthetic.SyntheticStream) -> Case:
         authors=stream.authors,
         logins=stream.logins,
         lore=tuple((entry.id, entry.text, entry.key) for entry in stream.lore),
+        noise_ids=frozenset(stream.noise_ids) | {c.message_id for c in stream.claims},
     )  # fmt: skip
 
 
@@ -120,26 +126,32 @@ def eval_settings(
     *,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     database_url: str | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
     **top: Any,
 ) -> Settings:
-    """Settings of an evaluation run: embedded stores in ``data_dir``, the offline embedder, no model.
+    """Settings of an evaluation run: embedded stores in ``data_dir``, ``embedder`` (the offline one
+    by default), no chat model.
 
     ``overrides``: section → field → value (``{"memory": {"max_viewers": 5}}``). Service URLs from
-    the environment are ignored (a run never writes into a real database).
+    the environment are ignored (a run never writes into a real database); only an Ollama embedder
+    (``embedder`` ``ollama`` or ``auto``) reads ``OLLAMA_HOST``, since it needs the server.
     """
+    import os
+
     from config import settings as settings_module
 
+    if embedder in ("ollama", "auto"):
+        top.setdefault("ollama_host", os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"))
     values: dict[str, Any] = {
-        "memory": {"embedder": "offline"},
+        "memory": {"embedder": embedder},
         # no background worker: consolidation runs when the replay asks (deterministic, measurable)
         "worker": {"in_process": False},
         "data_dir": data_dir,
         "database_url": database_url,
         "redis_url": None,
         "qdrant_url": None,
-        "ollama_host": DEAD_OLLAMA,
         "bot_name": BOT_NAME,
-        **top,
+        **{"ollama_host": DEAD_OLLAMA, **top},
     }
     for section, fields in (overrides or {}).items():
         values.setdefault(section, {}).update(fields)
@@ -188,8 +200,11 @@ async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
             services, deliver, commands=services.commands, sync_consolidation=True
         )
         prefix = settings.twitch.prefix
-        for event in case.events:
+        last = {event.stream: index for index, event in enumerate(case.events)}
+        for index, event in enumerate(case.events):
             await runner.feed(as_read(event, prefix))
+            if last[event.stream] == index:  # the stream ends here: its last batch is answered now
+                await runner.finish([event.stream])
         await runner.finish()
         await runner.consolidate_now()
     return reports

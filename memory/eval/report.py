@@ -62,6 +62,8 @@ QUALITY_COLUMNS = (
     ("mem p95 ms", None),
     ("degraded", "degraded_turns"),
     ("tokens/naive", "token_ratio"),
+    ("evidence kept", "evidence_kept"),
+    ("noise stored", "noise_stored"),
 )
 
 
@@ -72,9 +74,9 @@ def quality_table(results: Sequence[harness.Result]) -> str:
         row: list[Any] = [result.case, result.config]
         for title, key in QUALITY_COLUMNS:
             if title == "mem p50 ms":
-                row.append(m["latency_ms"]["p50"])
+                row.append(m.get("latency_ms", {}).get("p50"))
             elif title == "mem p95 ms":
-                row.append(m["latency_ms"]["p95"])
+                row.append(m.get("latency_ms", {}).get("p95"))
             else:
                 row.append(m.get(key or ""))
         rows.append(row)
@@ -152,7 +154,7 @@ def plots(
     written = []
     fig, ax = plt.subplots(figsize=(7, 4))
     for result in results:
-        if result.latencies_ms:
+        if result.latencies_ms and not result.metrics.get("peer"):  # peers: query time only
             ax.hist(
                 result.latencies_ms, bins=40, alpha=0.5, label=f"{result.case} ({result.config})"
             )
@@ -282,6 +284,13 @@ METHOD = """## Method
 - **episodic R**: probes about a moment that more chat messages separate from the question than the
   loaded working history held; a hit when every evidence message was recalled.
 - **target planned**: share of probes about a viewer where the planner selected that viewer.
+- **peers** (`bm25`, `bm25_speaker`, `dense_speaker`; `memory/eval/peers.py`): what a user would use
+  instead, scored in the same run on the same probes: BM25 (bm25s) over every message said before the
+  probe, the same with each message prefixed by its speaker, and the evaluated embedder over the
+  speaker-prefixed messages. They rank everyone's messages, so attribution is not scored for them.
+- **evidence kept**: share of the probes' personal evidence messages that the consolidation filter
+  keeps as a memory; **noise stored**: share of the synthetic gold noise (chat noise, claims about
+  other viewers) it would store (`memory/eval/filtering.py`).
 - **degraded**: turns where a source was dropped (timeout, error, budget); **tokens/naive**: prompt
   tokens over a naive prompt holding the whole chat history (same token estimate).
 """

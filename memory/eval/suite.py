@@ -7,6 +7,7 @@ all of LoCoMo (categories 1–4) and the busiest IRC hours.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -14,10 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import harness, irc, locomo, synthetic
+from memory.eval import filtering, harness, irc, locomo, peers, synthetic
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from memory import ports
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +81,6 @@ def irc_case(data_dir: Path, sizes: Sizes) -> harness.Case:
 
 
 def _no_reply(event: Any) -> Any:
-    import dataclasses
-
     return dataclasses.replace(event, reply_to=None)
 
 
@@ -101,12 +102,23 @@ def build_case(source: str, data_dir: Path, sizes: Sizes) -> harness.Case:
 
 
 async def run_quality(
-    sources: Sequence[str], data_dir: Path, *, quick: bool, system: str = "full"
+    sources: Sequence[str],
+    data_dir: Path,
+    *,
+    quick: bool,
+    system: str = "full",
+    embedder: str = harness.DEFAULT_EMBEDDER,
+    with_peers: bool = True,
+    locomo_first: int | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
-    """Results per source, and the sources skipped with the reason."""
+    """Results per source (the system's, then its peers' on the same probes), and what was
+    skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only."""
     sizes = QUICK if quick else FULL
+    if locomo_first is not None and not quick:
+        sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
     results: list[harness.Result] = []
     skipped: dict[str, str] = {}
+    peer_embedder = await _peer_embedder(embedder) if with_peers else None
     for source in sources:
         reason = data_available(data_dir, source)
         if reason:
@@ -117,9 +129,28 @@ async def run_quality(
         if system == "naive":
             reports = await harness.run_naive(case)
         else:
-            reports = await harness.run_full_isolated(case)
-        results.append(harness.score(case, reports, config=system))
+            reports = await harness.run_full_isolated(case, embedder=embedder)
+        result = harness.score(case, reports, config=system)
+        result.metrics.update(filtering.shares(case))
+        results.append(result)
+        if with_peers and case.probes:
+            found, missing = await peers.run(case, peer_embedder)
+            results.extend(found)
+            skipped.update({f"{source} {name}": why for name, why in missing.items()})
     return results, skipped
+
+
+async def embedder_name(choice: str) -> str:
+    """The name of the embedder ``--embedder choice`` gives (``offline-hash-v1:384``, …)."""
+    return (await _peer_embedder(choice)).name
+
+
+async def _peer_embedder(choice: str) -> ports.Embedder:
+    """The embedder the dense peer uses: the one evaluated (built the way the system builds it)."""
+    from memory.spaces import embedders
+
+    settings = harness.eval_settings(Path("."), embedder=choice)
+    return await embedders.build_embedder(settings)
 
 
 # -- the CI gate --------------------------------------------------------------------------------
@@ -163,6 +194,7 @@ def gate(results: Sequence[harness.Result], baseline: dict[str, Any] | None) -> 
             f"GATE FAIL: misattribution on the synthetic stream is {mis['value']:.3f} "
             f"({mis['hits']}/{mis['total']} personal items not written by their viewer); must be 0"
         )
+    failures += _below_peer(results)
     recall = synth.metrics["recall@5"]
     if baseline is None:
         logger.warning("no recorded baseline (%s): recall@5 not gated", BASELINE_PATH)
@@ -176,4 +208,22 @@ def gate(results: Sequence[harness.Result], baseline: dict[str, Any] | None) -> 
             f"GATE FAIL: synthetic recall@5 {shown} is below the recorded baseline "
             f"{baseline['synthetic']['recall@5']:.3f} minus tolerance {baseline.get('tolerance', DEFAULT_TOLERANCE)}"
         )
+    return failures
+
+
+def _below_peer(results: Sequence[harness.Result], peer: str = peers.BM25_SPEAKER) -> list[str]:
+    """Each case where the full system recalls less at 5 than ``peer`` on the same probes."""
+    failures = []
+    for result in results:
+        if result.config != "full":
+            continue
+        other = next((r for r in results if r.case == result.case and r.config == peer), None)
+        if other is None:
+            continue
+        ours, theirs = result.metrics["recall@5"], other.metrics["recall@5"]
+        if ours is not None and theirs is not None and ours < theirs:
+            failures.append(
+                f"GATE FAIL: {result.case} recall@5 {ours:.3f} is below {peer}'s {theirs:.3f} "
+                "on the same probes"
+            )
     return failures

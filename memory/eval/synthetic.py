@@ -236,6 +236,7 @@ def _assemble(
         moments=tuple(book.moments),
         lore=tuple(LoreEntry(id=i, text=t, key=k) for i, t, k in vocab.LORE),
         probes=tuple(book.probes),
+        noise_ids=tuple(book.noise),
     )
 
 

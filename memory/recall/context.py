@@ -1,5 +1,13 @@
 """Context assembly: recall outcomes + working history → one small, sectioned memory block.
 
+Ranking: every item competes on relevance to the batch, across sources. Search hits (recall,
+episodic, lore) carry their search score; a profile fact takes the score of the search hit that
+repeats it (same memory, or the same words), and one that no hit repeats ranks after every hit —
+a profile line that answers nothing is not shown first — except when the viewer explicitly asked
+what the bot knows about them, where the profile comes first. Channel state is canonical and always
+comes first. The token budget is spent in that order, and the viewer items (profile and recall)
+are shown in one section, most relevant first.
+
 Steps: normalize (case, punctuation, whitespace, accents) and deduplicate across sources (a
 viewer's items only against that viewer's own, so two viewers saying the same words both keep
 theirs); drop what the working history already shows; drop recall items that repeat a profile fact
@@ -14,6 +22,7 @@ order and the sections still apply.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -28,16 +37,21 @@ RULE_LINE = (
     "Recent chat beats these older memories when they disagree; channel state is canonical and "
     "beats both. Each line names the viewer it is about; do not mix viewers up."
 )
-#: section titles by source kind, in prompt order
+#: section titles by section, in prompt order
 SECTIONS: tuple[tuple[str, str], ...] = (
-    ("profile", "Relevant viewer profile"),
-    ("recall", "Targeted memory recall"),
+    ("viewer", "What viewers told us (most relevant first)"),
     ("episodic", "Earlier in this stream"),
     ("lore", "Lore"),
     ("state", "Channel state (canonical)"),
 )
-#: which kinds get the budget first (state is canonical, episodic/lore are nice to have)
+#: the section of each source kind (others: their own)
+SECTION_OF = {"profile": "viewer", "recall": "viewer"}
+#: on equal scores, which kinds get the budget first (state always does: it is canonical)
 PRIORITY = ("state", "profile", "recall", "episodic", "lore")
+#: a profile fact no search hit repeats ranks below every hit (by this much)
+UNMATCHED_PROFILE = -1.0
+#: a profile fact of a viewer who asked what the bot knows about them ranks above every hit
+EXPLICIT_PROFILE = 2.0
 #: kinds whose items are about the stream or the channel, not about one viewer
 STREAM_WIDE = frozenset({"episodic", "lore", "state"})
 #: one item never takes more than this many characters of the block
@@ -116,16 +130,44 @@ def _line(item: models.RecallItem) -> str:
     return f"- [{_label(item)}] {_clean(item.text)}"
 
 
-def _ranked(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
-    """Every item, kinds in ``PRIORITY`` order (others after), best first within a kind."""
-    by_kind: dict[str, list[models.RecallItem]] = {kind: [] for kind in PRIORITY}
+def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
+    """Every item, profile facts re-scored by relevance (see the module docstring)."""
+    hits: dict[str | None, list[tuple[str, str, float]]] = {}
     for outcome in outcomes:
-        by_kind.setdefault(outcome.source.kind, []).extend(outcome.items)
-    return [
-        item
-        for kind in PRIORITY + tuple(k for k in by_kind if k not in PRIORITY)
-        for item in sorted(by_kind.get(kind, ()), key=lambda i: -i.score)
-    ]
+        if outcome.source.kind == "recall":
+            for hit in outcome.items:
+                hits.setdefault(hit.viewer, []).append(
+                    (hit.memory_id, normalize(hit.text), hit.score)
+                )
+    items: list[models.RecallItem] = []
+    for outcome in outcomes:
+        if outcome.source.kind != "profile":
+            items.extend(outcome.items)
+            continue
+        for item in outcome.items:
+            if outcome.source.explicit:
+                score = EXPLICIT_PROFILE + item.score
+            else:
+                norm = normalize(item.text)
+                matched = [
+                    s
+                    for memory_id, text, s in hits.get(item.viewer, ())
+                    if memory_id == item.memory_id or _overlaps(norm, text)
+                ]
+                # just above the hit it repeats, so the profile's wording is the one kept
+                score = max(matched) + 1e-6 if matched else UNMATCHED_PROFILE + item.score / 100
+            items.append(dataclasses.replace(item, score=score))
+    return items
+
+
+def _ranked(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
+    """Every item by relevance: channel state first, then best score first across sources (on a
+    tie, in ``PRIORITY`` order)."""
+    order = {kind: index for index, kind in enumerate(PRIORITY)}
+    return sorted(
+        _profile_scores(outcomes),
+        key=lambda i: (i.source != "state", -i.score, order.get(i.source, len(order))),
+    )
 
 
 def _select(
@@ -208,16 +250,17 @@ def assemble(
     used = _cost(RULE_LINE) + sum(
         _cost(_title(kind)) + sum(_cost(line) for line in lines) for kind, lines in notices.items()
     )
-    kinds_used = set(notices)
+    kinds_used = {SECTION_OF.get(kind, kind) for kind in notices}
     chosen: list[models.RecallItem] = []
     for item in candidates:
         cost = _cost(_line(item))
-        if item.source not in kinds_used:
+        section = SECTION_OF.get(item.source, item.source)
+        if section not in kinds_used:
             cost += _cost(_title(item.source))
         if used + cost > token_budget:
             continue
         used += cost
-        kinds_used.add(item.source)
+        kinds_used.add(section)
         chosen.append(item)
     if not chosen and not notices:
         return Assembled()
@@ -232,7 +275,8 @@ def _cost(line: str) -> int:
 
 
 def _title(kind: str) -> str:
-    return f"## {dict(SECTIONS).get(kind, kind.capitalize())}"
+    section = SECTION_OF.get(kind, kind)
+    return f"## {dict(SECTIONS).get(section, section.capitalize())}"
 
 
 def _render(
@@ -240,13 +284,16 @@ def _render(
 ) -> tuple[list[models.RecallItem], str]:
     by_kind: dict[str, list[models.RecallItem]] = {}
     for item in chosen:
-        by_kind.setdefault(item.source, []).append(item)
+        by_kind.setdefault(SECTION_OF.get(item.source, item.source), []).append(item)
+    sectioned: dict[str, list[str]] = {}
+    for kind, extra in notices.items():
+        sectioned.setdefault(SECTION_OF.get(kind, kind), []).extend(extra)
     kinds = [kind for kind, _ in SECTIONS]
-    kinds += sorted(k for k in {*by_kind, *notices} if k not in kinds)
+    kinds += sorted(k for k in {*by_kind, *sectioned} if k not in kinds)
     lines = [RULE_LINE]
     ordered: list[models.RecallItem] = []
     for kind in kinds:
-        items, extra = by_kind.get(kind, []), notices.get(kind, [])
+        items, extra = by_kind.get(kind, []), sectioned.get(kind, [])
         if not items and not extra:
             continue
         lines.append(_title(kind))

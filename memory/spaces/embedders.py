@@ -13,7 +13,7 @@ Ollama at all, and recalling memories that reuse the query's words, names or the
 trigrams). It is **not** semantic: it does not know that "job" and "work", "cat" and "kitten", or
 "Rome" and "Roma" mean related things, it does not translate between English and Italian, and it
 ranks long documents that share many common words above short precise ones less well than a
-trained model. For real deployments use an Ollama embedding model (``all-minilm``,
+trained model. For real deployments use an Ollama embedding model (``paraphrase-multilingual``,
 ``nomic-embed-text``) or the optional MiniLM extra; the vectors of different embedders never mix
 (each collection records which embedder made it).
 """

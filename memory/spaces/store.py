@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 
 #: space kinds, in storage-key order
 KINDS = ("viewer", "stream", "lore")
-#: added to a correction's score (cosine scale)
-CORRECTION_BOOST = 0.05
+#: added to a correction's score. Scores are reciprocal-rank fusions (``spaces.lexical``: 1/(rank + 2)
+#: per ranking), where one place at the top is worth 1/2 − 1/3 ≈ 0.17: a correction outranks a
+#: memory one place above it in a ranking (dense-only collections: cosine, where it weighs more)
+CORRECTION_BOOST = 0.2
 #: weight of the lexical overlap (0..1) added to the dense score (measured: no gain, so off)
 LEXICAL_WEIGHT = 0.0
 #: payload keys that are not ``MemoryRecord`` fields

@@ -20,7 +20,14 @@ from typing import Any
 from aiohttp import web
 
 NOW = "2026-11-29T20:00:00Z"
-DEFAULT_MODELS = ("llama3.2:3b", "all-minilm", "all-minilm:latest", "llama3.2:1b")
+DEFAULT_MODELS = (
+    "llama3.2:3b",
+    "all-minilm",
+    "all-minilm:latest",
+    "paraphrase-multilingual",
+    "paraphrase-multilingual:latest",
+    "llama3.2:1b",
+)
 
 
 def fake_vector(text: str, dim: int = 384) -> list[float]:

@@ -1,7 +1,8 @@
 """An in-memory ``ports.MemorySpaces`` for unit tests.
 
 Same rules as the Qdrant adapter (``memory.spaces.store``: key and id validation, correction marks,
-ranking with the lexical signal), checked by the contract tests in ``tests/test_spaces.py``, which
+ranking with the lexical signal; ``memory.spaces.lexical``: the sparse lexical vector with IDF over
+the space, fused with the dense ranking by reciprocal rank), checked by the contract tests in ``tests/test_spaces.py``, which
 run over this fake and both Qdrant layouts. Vectors come from the given embedder (default: the
 offline hashing embedder), so search results are real similarity results.
 
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memory.spaces import embedders, records
+from memory.spaces import embedders, lexical, records
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class _Point:
     record: records.MemoryRecord
     vector: np.ndarray
     corrected_by: str | None = None
+    sparse: dict[int, float] = dataclasses.field(default_factory=dict)
 
 
 class InMemorySpaces:
@@ -58,6 +60,7 @@ class InMemorySpaces:
                 record=record,
                 vector=np.asarray(vector, dtype=np.float64) / (np.linalg.norm(vector) or 1.0),
                 corrected_by=old.corrected_by if old else None,
+                sparse=dict(zip(*lexical.document(record.text, record.login), strict=True)),
             )
         for record in records:
             target = self._spaces[record.space].get(record.corrects or "")
@@ -79,20 +82,12 @@ class InMemorySpaces:
         [vector] = await self.embedder.embed([query])
         q = np.asarray(vector, dtype=np.float64)
         q = q / (np.linalg.norm(q) or 1.0)
-        scored = sorted(
-            (
-                spaces_module.Candidate(
-                    record=p.record, score=float(p.vector @ q), corrected_by=p.corrected_by
-                )
-                for p in points.values()
-            ),
-            key=lambda c: -c.score,
-        )
         fetch = spaces_module.fetch_size(limit)
-        candidates = scored[:fetch]
+        terms = lexical.query(query)[0]
+        candidates = _hybrid(points, q, terms, fetch, None)
         matching = [c for c in candidates if kinds is not None and c.record.kind in kinds]
         if kinds is not None and len(candidates) == fetch and len(matching) < limit:
-            candidates += [c for c in scored if c.record.kind in kinds][:fetch]  # as the adapter
+            candidates += _hybrid(points, q, terms, fetch, kinds)  # as the adapter
         corrections = {
             c.corrected_by: points[c.corrected_by].record
             for c in candidates
@@ -148,3 +143,37 @@ class InMemorySpaces:
 
     async def spaces(self) -> builtins.list[str]:
         return sorted(space for space, points in self._spaces.items() if points)
+
+
+def _hybrid(
+    points: dict[str, _Point],
+    query: np.ndarray,
+    terms: Sequence[int],
+    fetch: int,
+    kinds: Collection[records.MemoryKind] | None,
+) -> list[spaces_module.Candidate]:
+    """What the adapter's one fused query returns: the dense and sparse (IDF over the space)
+    rankings of ``points`` (of ``kinds``), ``fetch`` deep each, fused by reciprocal rank."""
+    chosen = [p for p in points.values() if kinds is None or p.record.kind in kinds]
+    dense = sorted(chosen, key=lambda p: -float(p.vector @ query))[:fetch]
+    by_id = {p.record.id: p for p in chosen}
+    if not terms:
+        return [
+            spaces_module.Candidate(
+                record=p.record, score=float(p.vector @ query), corrected_by=p.corrected_by
+            )
+            for p in dense
+        ]
+    idf = {t: lexical.idf(sum(1 for p in chosen if t in p.sparse), len(chosen)) for t in terms}
+    sparse_scores = {
+        p.record.id: sum(idf[t] * p.sparse[t] for t in terms if t in p.sparse) for p in chosen
+    }
+    sparse = sorted((i for i, v in sparse_scores.items() if v > 0), key=lambda i: -sparse_scores[i])
+    fused = lexical.fuse([[p.record.id for p in dense], *[sparse[:fetch]] * lexical.SPARSE_COPIES])
+    ranked = sorted(fused, key=lambda i: -fused[i])[:fetch]
+    return [
+        spaces_module.Candidate(
+            record=by_id[i].record, score=fused[i], corrected_by=by_id[i].corrected_by
+        )
+        for i in ranked
+    ]

@@ -1,0 +1,127 @@
+"""Hybrid search: the sparse lexical vector (IDF in the store) fused with the dense one, over the
+fake and both Qdrant layouts; collections made before it keep working (dense only)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+
+from memory import identity
+from memory.adapters import qdrant
+from memory.spaces import embedders, lexical, records
+from memory.spaces import store as spaces
+from tests.conftest import IsolatedSettings
+from tests.fakes import spaces as fake_spaces
+from tests.test_spaces import record
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Sequence
+    from pathlib import Path
+
+ALICE = identity.personal_key("1001")
+STREAM = identity.episodic_key("s1")
+
+
+class BlindEmbedder:
+    """A dense embedder that sees nothing: every text gets the same vector."""
+
+    name = "blind-test:4"
+    dim = 4
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[0.5, 0.5, 0.5, 0.5] for _ in texts]
+
+
+@pytest.fixture(params=["fake", "per_space", "shared"])
+async def blind(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """Spaces whose dense half is useless: whatever they find, the sparse half found."""
+    if request.param == "fake":
+        yield fake_spaces.InMemorySpaces(BlindEmbedder())
+        return
+    settings = IsolatedSettings(data_dir=tmp_path / "data", qdrant={"layout": request.param})
+    opened = await qdrant.open_spaces(settings, BlindEmbedder(), location=":memory:")
+    async with opened:
+        yield opened
+
+
+FILLER = [
+    "I like long walks by the river",
+    "my sister plays the violin",
+    "we adopted two cats last spring",
+    "I work night shifts at the hospital",
+    "my favourite food is ramen",
+    "I have been learning Italian for a year",
+]
+
+
+async def test_the_sparse_half_finds_a_rare_word_and_its_inflections(blind: Any) -> None:
+    await blind.upsert([record(ALICE, text) for text in FILLER])
+    target = record(ALICE, "I moved to Turin because of the mountains")
+    await blind.upsert([target])
+    hits = await blind.search(ALICE, "does she still live in turin?", limit=3)
+    assert hits[0].record.id == target.id
+    hits = await blind.search(ALICE, "when was the move", limit=3)  # "moved" / "move": one stem
+    assert hits[0].record.id == target.id
+
+
+async def test_the_speaker_is_indexed_with_the_text(blind: Any) -> None:
+    episodes = [
+        record(STREAM, text, kind=records.MemoryKind.EPISODIC, login=login)
+        for text, login in [
+            ("talked about the weather", "marco"),
+            ("talked about the game", "giulia"),
+            ("talked about dinner", "caroline"),
+        ]
+    ]
+    await blind.upsert(episodes)
+    hits = await blind.search(STREAM, "what did Caroline say", limit=3)
+    assert hits[0].record.login == "caroline"
+
+
+async def test_new_collections_hold_a_sparse_vector_with_the_idf_modifier(tmp_path: Path) -> None:
+    for layout in ("per_space", "shared"):
+        settings = IsolatedSettings(data_dir=tmp_path / layout, qdrant={"layout": layout})
+        async with await qdrant.open_spaces(
+            settings, embedders.OfflineHashEmbedder(), location=":memory:"
+        ) as opened:
+            await opened.upsert([record(ALICE, "I live in Rome")])
+            info = await opened.client.get_collection(opened.collection(ALICE))
+            sparse = info.config.params.sparse_vectors or {}
+            assert sparse[lexical.SPARSE].modifier == qm.Modifier.IDF
+            assert (info.config.metadata or {})["livememory"]["lexical"] == lexical.VERSION
+
+
+async def test_a_collection_made_before_hybrid_search_keeps_working(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An old collection (one unnamed dense vector) is searched dense-only, with a clear warning."""
+    embedder = embedders.OfflineHashEmbedder()
+    client = AsyncQdrantClient(location=":memory:")
+    name = spaces.space_collection("lm", ALICE)
+    await client.create_collection(
+        name,
+        vectors_config=qm.VectorParams(size=embedder.dim, distance=qm.Distance.COSINE),
+        metadata={"livememory": spaces.embedder_metadata(embedder, layout="per_space")},
+    )
+    settings = IsolatedSettings(data_dir=tmp_path / "data")
+    with caplog.at_level(logging.WARNING):
+        async with await qdrant.open_spaces(settings, embedder, client=client) as opened:
+            old = record(ALICE, "I live in Rome")
+            await opened.upsert([old, record(ALICE, "my dog is called Rex")])
+            hits = await opened.search(ALICE, "where do you live, Rome?", limit=1)
+    await client.close()
+    assert hits[0].record.id == old.id
+    assert any("predates hybrid search" in r.getMessage() for r in caplog.records)
+
+
+def test_sparse_vectors_are_bm25_weights_of_stemmed_terms() -> None:
+    indices, values = lexical.document("Gatti gatti, il gatto!", "Miso")
+    weights = dict(zip(indices, values, strict=True))
+    assert set(weights) == {lexical.term_id("gatt"), lexical.term_id("mis")}
+    assert weights[lexical.term_id("gatt")] > weights[lexical.term_id("mis")]  # tf 3 vs 1
+    assert lexical.query("il la e") == ([], [])
+    assert lexical.fuse([["a", "b"], ["b"]]) == {"a": 0.5, "b": 1 / 3 + 1 / 2}
