@@ -7,12 +7,16 @@ import hashlib
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TextIO
+
+import pydantic
 
 from bot import output
-from memory import identity, models, session
+from memory import errors, identity, inbound, models, session
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from memory import ports
     from memory import runtime as services_module
 
@@ -26,47 +30,86 @@ def console_user_id(login: str) -> str:
     return "console-" + hashlib.sha256(login.encode()).hexdigest()[:10]
 
 
+#: the longest console line read at once (longer lines are refused, the next ones still read)
+LINE_BYTES_MAX = 64 * 1024
+
+
+class ConsoleLine(pydantic.BaseModel):
+    """A console line, ``login[badge,…]: text`` or just ``text`` (said by ``viewer``), validated
+    with the shared limits of ``memory.inbound`` (Twitch's 500 characters, clean login)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    login: inbound.Login = "viewer"
+    badges: tuple[Literal["broadcaster", "moderator", "vip", "subscriber"], ...] = ()
+    text: inbound.ChatText = pydantic.Field(min_length=1)
+
+    @classmethod
+    def parse(cls, line: str) -> ConsoleLine | None:
+        """None for a blank line; ``errors.InvalidInput`` for a line out of the limits."""
+        text = inbound.clean_text(line).strip()
+        if not text:
+            return None
+        fields: dict[str, object] = {"text": text}
+        head, sep, rest = text.partition(":")
+        if sep and head and " " not in head.strip() and rest.strip():
+            name = head.strip()
+            if "[" in name and name.endswith("]"):
+                name, _, badge_text = name[:-1].partition("[")
+                fields["badges"] = tuple(b.strip() for b in badge_text.split(",") if b.strip())
+            fields.update(login=identity.normalize_login(name) or "viewer", text=rest.strip())
+        try:
+            return cls.model_validate(fields)
+        except pydantic.ValidationError as exc:
+            raise errors.InvalidInput(inbound.problem(exc)) from None
+
+
 def parse_line(line: str, stream: str, prefix: str) -> models.ChatEvent | None:
-    text = line.strip()
-    if not text:
+    """The chat event of a console line (None: blank); ``errors.InvalidInput`` when invalid."""
+    parsed = ConsoleLine.parse(line)
+    if parsed is None:
         return None
-    login = "viewer"
-    badges: tuple[str, ...] = ()
-    head, sep, rest = text.partition(":")
-    if sep and head and " " not in head.strip() and rest.strip():
-        name = head.strip()
-        if "[" in name and name.endswith("]"):
-            name, _, badge_text = name[:-1].partition("[")
-            badges = tuple(b.strip() for b in badge_text.split(",") if b.strip())
-        login, text = identity.normalize_login(name) or "viewer", rest.strip()
     return models.ChatEvent(
         id=f"c-{uuid.uuid4().hex[:12]}",
         stream=stream,
-        user_id=console_user_id(login),
-        login=login,
-        name=login,
-        badges=badges,
-        text=text,
+        user_id=console_user_id(parsed.login),
+        login=parsed.login,
+        name=parsed.login,
+        badges=parsed.badges,
+        text=parsed.text,
         ts=datetime.now(UTC),
-        kind=models.EventKind.COMMAND if text.startswith(prefix) else models.EventKind.MESSAGE,
+        kind=models.EventKind.COMMAND
+        if parsed.text.startswith(prefix)
+        else models.EventKind.MESSAGE,
     )
 
 
-async def _lines() -> asyncio.Queue[str | None]:
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
+async def lines(source: TextIO = sys.stdin) -> AsyncIterator[str]:
+    """The lines of ``source`` as they arrive: every line of a paste (several lines in one write)
+    at once. A regular file (``< file``) is read whole; invalid UTF-8 is replaced, a line over
+    ``LINE_BYTES_MAX`` is refused with a message."""
     loop = asyncio.get_running_loop()
-
-    def on_input() -> None:
-        line = sys.stdin.readline()
-        queue.put_nowait(line if line else None)
-
+    reader = asyncio.StreamReader(limit=LINE_BYTES_MAX)
     try:
-        loop.add_reader(sys.stdin.fileno(), on_input)
-    except (PermissionError, OSError):  # a regular file cannot be watched: it is all there already
-        for line in sys.stdin:
-            queue.put_nowait(line)
-        queue.put_nowait(None)
-    return queue
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), source
+        )
+    except (ValueError, OSError):  # not a pipe or terminal: it is all there already
+        for line in source:
+            yield line
+        return
+    try:
+        while True:
+            try:
+                raw = await reader.readline()
+            except ValueError:
+                print(f"error: line longer than {LINE_BYTES_MAX} bytes, ignored", file=sys.stderr)
+                continue
+            if not raw:
+                return
+            yield raw.decode("utf-8", errors="replace")
+    finally:
+        transport.close()
 
 
 async def console(
@@ -82,12 +125,14 @@ async def console(
     async def deliver(report: models.TurnReport) -> None:
         output.human(report, no_llm=no_llm)
 
-    queue = await _lines()
     async with session.LiveSession(services, deliver, commands=commands) as live:
-        while (line := await queue.get()) is not None:
+        async for line in lines():
             if line.strip() in {"/quit", "/exit"}:
                 break
-            event = parse_line(line, stream, services.settings.twitch.prefix)
+            try:
+                event = parse_line(line, stream, services.settings.twitch.prefix)
+            except errors.InvalidInput as exc:
+                print(f"error: {exc} (line ignored)", file=sys.stderr)
+                continue
             if event is not None:
                 await live.feed(event)
-    asyncio.get_running_loop().remove_reader(sys.stdin.fileno())  # no-op when not watched

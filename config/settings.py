@@ -159,6 +159,20 @@ class WorkerSettings(_Section):
     shutdown_grace_seconds: float = Field(10.0, ge=0)
 
 
+class IngestSettings(_Section):
+    """Live chat while Postgres is down (docs/reliability.md)."""
+
+    #: messages the ingest spool (``<data_dir>/ingest-spool.sqlite``) holds at most
+    spool_capacity: int = Field(10_000, ge=1)
+    #: chat that waited longer than this is stored and marked ``missed`` instead of answered late
+    max_age_seconds: float = Field(120.0, gt=0)
+    #: how often the spool tries Postgres again while it is down
+    retry_seconds: float = Field(0.5, gt=0)
+    #: how long a write that must not be lost (a turn's end, a reply's deliveries) waits for
+    #: Postgres; a turn still open after that is closed as failed at the next start
+    write_wait_seconds: float = Field(300.0, gt=0)
+
+
 class TwitchSettings(_Section):
     client_id: str | None = None
     client_secret: SecretStr | None = None
@@ -257,6 +271,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = MemorySettings()
     history: HistorySettings = HistorySettings()
     worker: WorkerSettings = WorkerSettings()
+    ingest: IngestSettings = IngestSettings()
     twitch: TwitchSettings = TwitchSettings()
     web: WebSettings = WebSettings()
 

@@ -34,8 +34,16 @@ class TranscriptError(MemoryServiceError):
     """A chat transcript line is malformed."""
 
 
+class InvalidInput(MemoryServiceError):
+    """Input from outside (chat, console, a transcript) is out of its limits."""
+
+
 class UnknownViewer(MemoryServiceError):
     """No viewer with that login or user id is known."""
+
+
+class AmbiguousViewer(MemoryServiceError):
+    """That login names more than one viewer: name one by user id."""
 
 
 class UnknownMemory(MemoryServiceError):

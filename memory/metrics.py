@@ -123,6 +123,50 @@ class MemoryMetrics:
 _STAGE_KINDS = frozenset({"profile", "recall", "episodic", "lore", "state"})
 
 
+class ReliabilityMetrics:
+    """What outages cost (docs/reliability.md), in the same ``registry``.
+
+    * ``livememory_history_fallback_total{operation}`` — working-history reads served by the
+      transcript and writes dropped while the store (Redis) was unavailable
+    * ``livememory_ingest_spool_messages`` — chat waiting in the ingest spool for Postgres
+    * ``livememory_ingest_spool_oldest_seconds`` — how long the oldest of them has waited
+    * ``livememory_ingest_spool_refused_total`` — messages a full spool could not hold
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.history_fallbacks = Counter(
+            "livememory_history_fallback",
+            "Working-history operations the store could not serve (read: the transcript stood in)",
+            ["operation"],
+            registry=registry,
+        )
+        self.spool_messages = Gauge(
+            "livememory_ingest_spool_messages",
+            "Chat messages waiting in the ingest spool for Postgres",
+            registry=registry,
+        )
+        self.spool_oldest = Gauge(
+            "livememory_ingest_spool_oldest_seconds",
+            "Seconds the oldest message in the ingest spool has waited",
+            registry=registry,
+        )
+        self.spool_refused_total = Counter(
+            "livememory_ingest_spool_refused",
+            "Chat messages a full ingest spool could not hold",
+            registry=registry,
+        )
+
+    def history_fallback(self, operation: str) -> None:
+        self.history_fallbacks.labels(operation=operation).inc()
+
+    def spool_state(self, size: int, oldest_age_seconds: float) -> None:
+        self.spool_messages.set(size)
+        self.spool_oldest.set(oldest_age_seconds)
+
+    def spool_refused(self) -> None:
+        self.spool_refused_total.inc()
+
+
 #: seconds of a whole turn or a model call (a local model answers in seconds, not milliseconds)
 TURN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 #: chat command names counted by name; anything else a viewer types after ``!`` is ``other``

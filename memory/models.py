@@ -39,9 +39,13 @@ class Role(enum.StrEnum):
 
 
 class TurnStatus(enum.StrEnum):
-    PENDING = "pending"
+    PENDING = "pending"  #: opened, not ended yet (or ended by a crash: closed at the next start)
     COMPLETED = "completed"
-    FAILED = "failed"
+    #: answered without a part (the working history fell back to the transcript)
+    DEGRADED = "degraded"
+    FAILED = "failed"  #: not answered; ``error`` says why
+    #: stored too late to answer (waited in the ingest spool longer than its max age)
+    MISSED = "missed"
 
 
 def utcnow() -> datetime:

@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory import errors, models
+from memory import errors, models, outage
+from memory.history import working
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from datetime import datetime
 
     from memory import ports
     from memory.history import transcript
@@ -149,9 +151,18 @@ class TurnPipeline:
         max_tool_rounds: int = 3,
         max_attempts: int = 5,
         metrics: TurnMetrics | None = None,
+        history_cap: int = 200,
+        journal_wait_seconds: float = 60.0,
     ) -> None:
         self.transcript = transcript
-        self.history = history
+        #: reads fall back to the transcript while the store (Redis) is unavailable
+        self.history = (
+            history
+            if isinstance(history, working.Fallback)
+            else working.Fallback(history, transcript, history_cap)
+        )
+        #: how long a turn's end waits for Postgres before it is left to start-up recovery
+        self.journal_wait_seconds = journal_wait_seconds
         self.model = model
         self.seams = seams
         self.system_prompt = system_prompt
@@ -167,40 +178,15 @@ class TurnPipeline:
         report = models.TurnReport(
             turn_id=turn_id, stream=batch.stream, message_ids=batch.message_ids
         )
-        # a message stored before a restart but never answered is in the rebuilt history and in
-        # this batch: keep it once, as part of the batch
         ids = {e.id for e in chat}
-        past = [i for i in await self.history.recent(batch.stream) if i.message_id not in ids]
-        past = await self._honour_redactions(past)
         current = [
             dataclasses.replace(models.HistoryItem.from_event(e, turn_id), text=event_text(e))
             for e in chat
         ]
         new_items: list[models.HistoryItem] = list(current)
+        # whatever fails from here on, the turn ends (completed, degraded or failed) and is journaled
         try:
-            system = models.HistoryItem(
-                role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
-            )
-            reduced = await self.seams.reducer.reduce(batch.stream, [system, *past, *current])
-            # what the model will see of the past: planner and retrieval compare against it
-            shown = [i for i in reduced[1:] if i.turn_id != turn_id or i.summary]
-            report.plan = self.seams.planner.plan(batch, shown)
-            recall = await self.seams.retriever.retrieve(report.plan, batch, shown)
-            report.recall, report.degraded = list(recall.items), list(recall.degraded)
-            report.timings_ms.update(recall.timings_ms)
-            messages = to_prompt(reduced, recall.block)
-            report.prompt = models.PromptStats(
-                messages_in_history=len(past) + len(current),
-                messages_sent=len(messages),
-                tokens_estimate=models.estimate_messages_tokens(messages),
-                preview=render(messages)[-PREVIEW_CHARS:],
-            )
-            if self.model is not None:
-                started = time.perf_counter()
-                report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
-                new_items.extend(tool_items)
-                report.timings_ms["model"] = (time.perf_counter() - started) * 1000
-            report.status = models.TurnStatus.COMPLETED
+            await self._answer(batch, turn_id, ids, current, new_items, report)
         except errors.MemoryServiceError as exc:
             report.status, report.error = models.TurnStatus.FAILED, str(exc)
             logger.warning("turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
@@ -217,18 +203,115 @@ class TurnPipeline:
                 )
             )
         report.timings_ms["turn_total"] = (time.perf_counter() - started) * 1000
-        await self.transcript.finish_turn(
-            turn_id,
-            stream=batch.stream,
-            status=report.status,
-            reply=report.reply,
-            error=report.error,
-            ts=batch.closed_at,
-            report=report.to_json(),
-            consolidate=bool(chat),
-            max_attempts=self.max_attempts,
+        await self._journal(
+            turn_id, batch.stream, report, ts=batch.closed_at, consolidate=bool(chat)
         )
-        await self.history.append(batch.stream, new_items)
+        await self.history.append(batch.stream, new_items)  # never raises (``working.Fallback``)
+        if self.metrics is not None:
+            self.metrics.record_turn(report)
+        return report
+
+    async def _answer(
+        self,
+        batch: models.Batch,
+        turn_id: str,
+        ids: set[str],
+        current: list[models.HistoryItem],
+        new_items: list[models.HistoryItem],
+        report: models.TurnReport,
+    ) -> None:
+        # a message stored before a restart but never answered is in the rebuilt history and in
+        # this batch: keep it once, as part of the batch
+        items, degraded = await self.history.read(batch.stream, unanswered=ids)
+        if degraded:
+            report.degraded.append(models.Degraded(source="history", reason="unavailable"))
+        # Postgres going away mid-turn: the read waits for it like the turn's end does
+        past = await outage.patiently(
+            lambda: self._honour_redactions([i for i in items if i.message_id not in ids]),
+            wait_seconds=self.journal_wait_seconds,
+            what=f"turn {turn_id}",
+        )
+        system = models.HistoryItem(
+            role=models.Role.SYSTEM, text=self.system_prompt, ts=batch.opened_at
+        )
+        reduced = await self.seams.reducer.reduce(batch.stream, [system, *past, *current])
+        # what the model will see of the past: planner and retrieval compare against it
+        shown = [i for i in reduced[1:] if i.turn_id != turn_id or i.summary]
+        report.plan = self.seams.planner.plan(batch, shown)
+        recall = await self.seams.retriever.retrieve(report.plan, batch, shown)
+        report.recall = list(recall.items)
+        report.degraded.extend(recall.degraded)
+        report.timings_ms.update(recall.timings_ms)
+        messages = to_prompt(reduced, recall.block)
+        report.prompt = models.PromptStats(
+            messages_in_history=len(past) + len(current),
+            messages_sent=len(messages),
+            tokens_estimate=models.estimate_messages_tokens(messages),
+            preview=render(messages)[-PREVIEW_CHARS:],
+        )
+        if self.model is not None:
+            started = time.perf_counter()
+            report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
+            new_items.extend(tool_items)
+            report.timings_ms["model"] = (time.perf_counter() - started) * 1000
+        report.status = models.TurnStatus.DEGRADED if degraded else models.TurnStatus.COMPLETED
+
+    async def _journal(
+        self,
+        turn_id: str,
+        stream: str,
+        report: models.TurnReport,
+        *,
+        ts: datetime,
+        consolidate: bool,
+    ) -> None:
+        """Write the turn's end (and its consolidation job), waiting for Postgres while it is
+        unavailable (up to ``journal_wait_seconds``; after that the turn stays pending and
+        start-up recovery closes it)."""
+        await outage.patiently(
+            lambda: self.transcript.finish_turn(
+                turn_id,
+                stream=stream,
+                status=report.status,
+                reply=report.reply,
+                error=report.error,
+                ts=ts,
+                report=report.to_json(),
+                consolidate=consolidate,
+                max_attempts=self.max_attempts,
+            ),
+            wait_seconds=self.journal_wait_seconds,
+            what=f"end of turn {turn_id}",
+        )
+
+    async def record_missed(
+        self, stream: str, events: Sequence[models.ChatEvent], reason: str
+    ) -> models.TurnReport:
+        """Journal stored chat that came too late to answer as a ``missed`` turn: consolidated
+        (what viewers said is remembered), in the working history, never answered."""
+        turn_id = await self.transcript.start_turn(stream, [e.id for e in events])
+        report = models.TurnReport(
+            turn_id=turn_id,
+            stream=stream,
+            message_ids=[e.id for e in events],
+            status=models.TurnStatus.MISSED,
+            error=reason,
+        )
+        await self._journal(
+            turn_id,
+            stream,
+            report,
+            ts=events[-1].ts,
+            consolidate=any(not e.is_command for e in events),
+        )
+        await self.history.append(
+            stream,
+            [
+                dataclasses.replace(models.HistoryItem.from_event(e, turn_id), text=event_text(e))
+                for e in events
+                if not e.is_command
+            ],
+        )
         if self.metrics is not None:
             self.metrics.record_turn(report)
         return report
@@ -255,16 +338,7 @@ class TurnPipeline:
             status=models.TurnStatus.FAILED if error else models.TurnStatus.COMPLETED,
             error=error,
         )
-        await self.transcript.finish_turn(
-            turn_id,
-            stream=event.stream,
-            status=report.status,
-            reply=reply,
-            error=error,
-            ts=event.ts,
-            report=report.to_json(),
-            consolidate=False,
-        )
+        await self._journal(turn_id, event.stream, report, ts=event.ts, consolidate=False)
         if self.metrics is not None:
             self.metrics.record_turn(report)
         return report

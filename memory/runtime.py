@@ -65,6 +65,8 @@ class Services:
     #: viewers known to the channel (the planner recognises them when named); the session
     #: registers each stored event's author
     viewers: directory.ViewerDirectory | None = None
+    #: what outages cost: history fallbacks, the ingest spool (docs/reliability.md)
+    reliability: metrics_module.ReliabilityMetrics | None = None
 
 
 async def _open_cache_and_history(
@@ -128,7 +130,16 @@ async def lifespan(
     async with contextlib.AsyncExitStack() as stack:
         db = await stack.enter_async_context(migrate.open_database(settings))
         store = transcript.Transcript(db)
-        shared_cache, history = await _open_cache_and_history(settings, stack)
+        shared_cache, raw_history = await _open_cache_and_history(settings, stack)
+        metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
+        reliability = metrics_module.ReliabilityMetrics(metrics.registry)
+        # turns go on when Redis is down: the transcript stands in for the working history
+        history = working.Fallback(
+            raw_history,
+            store,
+            settings.memory.history_cap,
+            on_fallback=reliability.history_fallback,
+        )
         wants_model = role == "bot" or settings.ollama.extract_facts
         no_llm = no_llm or not settings.ollama.enabled
         model = None if no_llm or not wants_model else _chat_model(settings)
@@ -136,7 +147,6 @@ async def lifespan(
         memory_spaces = await qdrant.open_spaces(settings, embedder)
         stack.push_async_callback(memory_spaces.close)
         profiles = profile.ProfileStore(db)
-        metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
         retriever = retrieval.build_retriever(
             settings,
             spaces=memory_spaces,
@@ -182,6 +192,8 @@ async def lifespan(
             system_prompt=settings.system_prompt(),
             max_attempts=settings.worker.max_attempts,
             metrics=metrics,
+            history_cap=settings.memory.history_cap,
+            journal_wait_seconds=settings.ingest.write_wait_seconds,
         )
         if role == "bot":
             await _load_lore_once(settings, memory_spaces)
@@ -208,6 +220,7 @@ async def lifespan(
             commands=_commands(settings, ops) if role == "bot" else None,
             extras={},
             viewers=viewers,
+            reliability=reliability,
         )
         in_process = settings.worker.in_process if background_worker is None else background_worker
         if role == "bot" and in_process:

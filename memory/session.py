@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memory import models, ports
+from memory import errors, ingest, models, ports
+from memory.adapters import spool as spool_module
 from memory.consolidate import jobs
 from memory.history import batcher as batcher_module
 from memory.history import transcript, working
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
     from memory import runtime as services_module
 
 logger = logging.getLogger(__name__)
+
+#: the error of a turn a crash left pending (closed when its stream is next served)
+INTERRUPTED = "interrupted: the process stopped before this turn ended"
 
 
 class Session:
@@ -52,8 +57,19 @@ class Session:
     async def _prepare_stream(self, stream: str) -> None:
         if stream in self._known_streams:
             return
-        self._known_streams.add(stream)
-        await self.services.transcript.ensure_stream(stream)
+        store = self.services.transcript
+        await store.ensure_stream(stream)
+        closed = await store.close_pending(
+            stream, reason=INTERRUPTED, max_attempts=self.services.settings.worker.max_attempts
+        )
+        if closed:
+            logger.warning(
+                "%d turn(s) of %s were left pending by an interrupted run: closed as failed, "
+                "their messages queued for consolidation",
+                len(closed),
+                stream,
+                extra={"action": "pending_closed"},
+            )
         if await self.services.history.length(stream) == 0:
             count = await working.rebuild(
                 self.services.history,
@@ -65,6 +81,7 @@ class Session:
                 logger.info(
                     "working history of %s rebuilt from the transcript: %d items", stream, count
                 )
+        self._known_streams.add(stream)
 
     async def store(self, event: models.ChatEvent) -> bool:
         """Write the event to the transcript; False when a finished turn already answered it."""
@@ -148,7 +165,14 @@ class Replay(Session):
 
 class LiveSession(Session):
     """Live chat: a queue and a task per stream (turns of a stream in order, streams concurrently),
-    and a timer that closes a batch once its window has passed on the wall clock."""
+    and a timer that closes a batch once its window has passed on the wall clock.
+
+    Chat goes through ``memory.ingest``: while Postgres is down it waits in the ingest spool
+    (``<data_dir>/ingest-spool.sqlite``) and is answered late, or marked ``missed`` when it waited
+    longer than ``settings.ingest.max_age_seconds``. A batch whose turn cannot reach Postgres waits
+    for it the same way."""
+
+    SPOOL_FILE = "ingest-spool.sqlite"
 
     def __init__(
         self,
@@ -165,13 +189,32 @@ class LiveSession(Session):
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        self._spool: spool_module.SqliteSpool | None = None
+        self.ingest: ingest.Ingest | None = None
 
     async def feed(self, event: models.ChatEvent) -> None:
-        if not await self.store(event):
-            return
+        if self.ingest is None:
+            raise RuntimeError("use the live session as an async context manager")
+        await self.ingest.feed(event)
+
+    def _accept(self, event: models.ChatEvent) -> None:
         for batch in self.batcher.feed(event):
             self._enqueue(batch)
         self._wake.set()
+
+    async def _miss(self, events: list[models.ChatEvent], waited: float) -> None:
+        """Journal chat that waited too long as ``missed`` turns (one per stream)."""
+        limit = self.services.settings.ingest.max_age_seconds
+        reason = f"missed: waited {waited:.0f} s for Postgres (max age {limit:g} s)"
+        by_stream: dict[str, list[models.ChatEvent]] = {}
+        for event in events:
+            by_stream.setdefault(event.stream, []).append(event)
+        for stream, group in by_stream.items():
+            report = await self.services.pipeline.record_missed(stream, group, reason)
+            logger.warning(
+                "%d message(s) of %s %s", len(group), stream, reason, extra={"action": "missed"}
+            )
+            await self.deliver(report)
 
     def _enqueue(self, batch: models.Batch) -> None:
         queue = self._queues.get(batch.stream)
@@ -185,12 +228,44 @@ class LiveSession(Session):
     async def _stream_loop(self, queue: asyncio.Queue[models.Batch | None]) -> None:
         while (batch := await queue.get()) is not None:
             try:
-                await self.run_batch(batch)
+                await self._run_waiting_for_postgres(batch)
             except Exception:
                 logger.exception("turn of %s failed", batch.stream)
             finally:
                 queue.task_done()
         queue.task_done()
+
+    async def _run_waiting_for_postgres(self, batch: models.Batch) -> None:
+        """Run a batch; while Postgres is down, wait, then run what is still unanswered — or mark
+        it missed once it waited longer than the max age."""
+        settings = self.services.settings.ingest
+        started = time.monotonic()
+        pending: models.Batch | None = batch
+        while pending is not None:
+            try:
+                if time.monotonic() - started > settings.max_age_seconds:
+                    await self._miss(list(pending.events), time.monotonic() - started)
+                else:
+                    await self.run_batch(pending)
+                return
+            except errors.StoreUnavailable as exc:
+                logger.warning(
+                    "turn of %s waits for Postgres (%s)",
+                    batch.stream,
+                    exc,
+                    extra={"action": "turn_wait"},
+                )
+            await asyncio.sleep(settings.retry_seconds)
+            pending = await self._unanswered(pending)
+
+    async def _unanswered(self, batch: models.Batch) -> models.Batch | None:
+        """What of ``batch`` no finished turn answered yet (all of it while Postgres is down)."""
+        try:
+            answered = await self.services.transcript.answered(batch.message_ids)
+        except errors.StoreUnavailable:
+            return batch
+        events = tuple(e for e in batch.events if e.id not in answered)
+        return models.Batch(stream=batch.stream, events=events) if events else None
 
     async def _tick(self) -> None:
         while True:
@@ -208,11 +283,28 @@ class LiveSession(Session):
                 self._enqueue(batch)
 
     async def __aenter__(self) -> LiveSession:
+        settings = self.services.settings
+        self._spool = spool_module.SqliteSpool(
+            settings.data_dir / self.SPOOL_FILE, capacity=settings.ingest.spool_capacity
+        )
+        self.ingest = ingest.Ingest(
+            self._spool,
+            store=self.store,
+            accept=self._accept,
+            miss=self._miss,
+            max_age_seconds=settings.ingest.max_age_seconds,
+            retry_seconds=settings.ingest.retry_seconds,
+            metrics=self.services.reliability,
+        )
         self._timer = asyncio.create_task(self._tick(), name="batch-timer")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.drain()
+        if self.ingest is not None:
+            await self.ingest.aclose()  # what still waits for Postgres stays for the next run
+        if self._spool is not None:
+            self._spool.close()
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):

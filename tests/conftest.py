@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import hypothesis
 import pytest
 
 from config import settings as settings_module
@@ -27,6 +28,14 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 REQUIRE_SERVICES = bool(os.environ.get("LIVEMEMORY_REQUIRE_SERVICES"))
+
+# The fuzz suite (tests/test_fuzz.py): bounded and reproducible by default (CI); a long run is
+# ``pytest tests/test_fuzz.py --hypothesis-profile=long`` (docs/reliability.md).
+hypothesis.settings.register_profile(
+    "ci", max_examples=100, deadline=None, derandomize=True, database=None
+)
+hypothesis.settings.register_profile("long", max_examples=20_000, deadline=None)
+hypothesis.settings.load_profile("ci")
 
 
 def with_database(dsn: str, name: str) -> str:

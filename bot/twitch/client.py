@@ -19,7 +19,7 @@ from twitchio import eventsub
 from twitchio.ext import commands
 
 from bot.twitch import components, credentials, helix, reconnect, sending
-from memory import identity
+from memory import identity, outage
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -261,7 +261,13 @@ class LiveMemoryBot(commands.Bot):
                     channel.id, result.status.value, sending.rate_limited_answers(result)
                 )
         if turn_id is not None and self.delivery_log is not None and results:
-            await self.delivery_log.record(turn_id, results)
+            log = self.delivery_log
+            # sent is sent: the record waits for Postgres (an outage) rather than being lost
+            await outage.patiently(
+                lambda: log.record(turn_id, results),
+                wait_seconds=self.settings.ingest.write_wait_seconds,
+                what=f"deliveries of turn {turn_id}",
+            )
         return results
 
     async def event_error(self, payload: twitchio.EventErrorPayload) -> None:

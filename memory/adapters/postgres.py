@@ -48,7 +48,9 @@ def wrap_errors(action: str) -> Iterator[None]:
         yield
     except CONNECT_ERRORS as exc:
         raise errors.StoreUnavailable(f"Postgres is unavailable ({action}): {exc}") from exc
-    except asyncpg.InterfaceError as exc:
+    except (asyncpg.InterfaceError, asyncpg.InternalClientError) as exc:
+        # InternalClientError: the server went away in the middle of an operation ("cannot switch
+        # to state …; another operation is in progress")
         raise errors.StoreUnavailable(f"Postgres connection failed ({action}): {exc}") from exc
     except (asyncpg.PostgresConnectionError, asyncpg.exceptions.OperatorInterventionError) as exc:
         # the server restarts or shuts down under us: transient, a retry can succeed

@@ -210,7 +210,19 @@ class Consolidator:
         personal, episode = draft.personal, draft.episode
         viewers = tuple(sorted({r.user_id for r in [*personal, *condensed] if r.user_id}))
         for user_id in viewers:
-            await self.invalidator.invalidate_viewer(user_id)
+            try:
+                await self.invalidator.invalidate_viewer(user_id)
+            except errors.StoreUnavailable as exc:
+                # the memory is written: losing the job to a cache outage would lose it for good;
+                # a cache that was down serves nothing meanwhile, and its entries expire (TTL)
+                logger.warning(
+                    "turn %s: caches of viewer %s not invalidated (%s); new memories show once "
+                    "they expire",
+                    turn_id,
+                    user_id,
+                    exc,
+                    extra={"action": "invalidate_failed"},
+                )
         result = Result(
             turn_id=turn_id,
             stream=stream,

@@ -165,8 +165,25 @@ async def release(db: postgres.Database, job_id: int, worker_id: int) -> bool:
 
 
 async def register_worker(db: postgres.Database, name: str) -> int:
+    """Register a worker named ``name``; returns its id.
+
+    A name is an identity: a worker that restarts under its name (``--name``, a container's
+    hostname) gives back at once the jobs its earlier incarnation held when it died, instead of
+    leaving them ``doing`` until the lease expires. Two live workers must never share a name.
+    """
     with postgres.wrap_errors("register worker"):
-        worker_id: int = await db.pool.fetchval(sql.queries["jobs_register_worker"], name)
+        async with db.pool.acquire() as conn, conn.transaction():
+            worker_id: int = await conn.fetchval(sql.queries["jobs_register_worker"], name)
+            rows = await conn.fetch(sql.queries["jobs_release_same_name"], name, worker_id)
+            await conn.execute(sql.queries["jobs_forget_same_name"], name, worker_id)
+    for row in rows:
+        logger.warning(
+            "job %s: worker %s restarted while holding it, job is %s again",
+            row["id"],
+            name,
+            row["status"],
+            extra={"action": "job_recover"},
+        )
     return worker_id
 
 

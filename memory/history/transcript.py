@@ -182,6 +182,31 @@ class Transcript:
                         max_attempts=max_attempts,
                     )
 
+    async def close_pending(self, stream: str, *, reason: str, max_attempts: int = 5) -> list[str]:
+        """End the turns of ``stream`` a crash left pending: ``failed`` with ``reason``, each with
+        its consolidation job (what viewers said is remembered even though it was not answered).
+        Returns their ids. Call it before this process runs a turn of ``stream``."""
+        with postgres.wrap_errors("read pending turns"):
+            rows = await self.db.pool.fetch(sql.queries["transcript_pending_turns"], stream)
+        for row in rows:
+            await self.finish_turn(
+                row["id"],
+                stream=stream,
+                status=models.TurnStatus.FAILED,
+                reply=None,
+                error=reason,
+                ts=row["created_at"],
+                report={
+                    "turn_id": row["id"],
+                    "stream": stream,
+                    "status": "failed",
+                    "error": reason,
+                },
+                consolidate=True,
+                max_attempts=max_attempts,
+            )
+        return [row["id"] for row in rows]
+
     async def turn(self, turn_id: str) -> TurnRow | None:
         with postgres.wrap_errors("read turn"):
             row = await self.db.pool.fetchrow(sql.queries["transcript_get_turn"], turn_id)

@@ -1,6 +1,7 @@
 """Reading chat transcripts (JSON Lines, DESIGN.md's format) into chat events.
 
-Each line is validated at this edge (pydantic); a malformed line raises ``TranscriptLineError`` with
+Each line is validated at this edge (pydantic, with the shared limits of ``memory.inbound``); a
+malformed line — not UTF-8, not JSON, a field out of its limits — raises ``TranscriptLineError`` with
 its line number and what is wrong, after every line before it was yielded.
 """
 
@@ -8,15 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 import pydantic
 
-from memory import errors, models
+from memory import errors, inbound, models
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from datetime import datetime
     from pathlib import Path
 
 
@@ -33,23 +34,18 @@ def badge_name(raw: str) -> str:
 class TranscriptLine(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", str_strip_whitespace=False)
 
-    ts: datetime
-    stream: str = pydantic.Field(min_length=1)
-    id: str = pydantic.Field(min_length=1)
-    user_id: str = pydantic.Field(min_length=1)
-    login: str = pydantic.Field(min_length=1)
-    name: str | None = None
+    ts: inbound.Timestamp
+    stream: inbound.StreamId
+    id: inbound.MessageId
+    user_id: inbound.UserId
+    login: inbound.Login
+    name: inbound.DisplayName | None = None
     #: Twitch badge ids; the bot gives meaning to broadcaster, moderator, vip and subscriber
-    badges: list[str] = []
-    text: str
+    badges: list[str] = pydantic.Field(default=[], max_length=inbound.BADGES_MAX)
+    text: inbound.ChatText
     kind: Literal["message", "event"] = "message"
     event: Literal["sub", "raid", "cheer", "follow"] | None = None
-    reply_to: str | None = None
-
-    @pydantic.field_validator("user_id", mode="before")
-    @classmethod
-    def _user_id_as_text(cls, value: object) -> object:
-        return str(value) if isinstance(value, int) else value
+    reply_to: inbound.MessageId | None = None
 
     @pydantic.field_validator("badges")
     @classmethod
@@ -58,13 +54,6 @@ class TranscriptLine(pydantic.BaseModel):
         if not all(names):
             raise ValueError("a badge is a Twitch badge id like 'subscriber' or 'artist-badge'")
         return names
-
-    @pydantic.field_validator("ts")
-    @classmethod
-    def _aware(cls, value: datetime) -> datetime:
-        if value.tzinfo is None:
-            raise ValueError("needs a time zone (e.g. a trailing Z)")
-        return value
 
     @pydantic.model_validator(mode="after")
     def _event_needs_name(self) -> TranscriptLine:
@@ -94,20 +83,25 @@ class TranscriptLine(pydantic.BaseModel):
         )
 
 
-def _problem(exc: pydantic.ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "line"
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts)
+def _decode(path: Path, number: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.TranscriptLineError(
+            str(path), number, f"not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start})"
+        ) from None
 
 
 def read(path: Path, *, prefix: str = "!") -> Iterator[models.ChatEvent]:
-    """Yield the events of a transcript file in order; raise at the first malformed line."""
+    """Yield the events of a transcript file in order; raise at the first malformed line.
+
+    The file is decoded line by line, so the lines before an invalid one are all yielded.
+    """
     seen: set[str] = set()
     last: datetime | None = None
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw_bytes in enumerate(handle, start=1):
+            raw = _decode(path, number, raw_bytes)
             if not raw.strip():
                 continue
             try:
@@ -116,12 +110,16 @@ def read(path: Path, *, prefix: str = "!") -> Iterator[models.ChatEvent]:
                 raise errors.TranscriptLineError(
                     str(path), number, f"not JSON ({exc.msg})"
                 ) from None
+            except RecursionError:  # ``[[[[…`` thousands deep
+                raise errors.TranscriptLineError(
+                    str(path), number, "JSON nested too deep"
+                ) from None
             if not isinstance(data, dict):
                 raise errors.TranscriptLineError(str(path), number, "not a JSON object")
             try:
                 line = TranscriptLine.model_validate(data)
             except pydantic.ValidationError as exc:
-                raise errors.TranscriptLineError(str(path), number, _problem(exc)) from None
+                raise errors.TranscriptLineError(str(path), number, inbound.problem(exc)) from None
             if line.id in seen:
                 raise errors.TranscriptLineError(
                     str(path), number, f"duplicate message id {line.id!r}"

@@ -22,7 +22,7 @@ MIN_PREFIX = 4
 async def viewer_of(ops: operations.Operations, args: argparse.Namespace) -> operations.Viewer:
     """The viewer named by ``--viewer LOGIN`` or ``--user-id ID``."""
     if getattr(args, "user_id", None):
-        return await ops.resolve_viewer(args.user_id)
+        return await ops.viewer_by_id(args.user_id)
     return await ops.resolve_viewer(args.viewer)
 
 
@@ -103,7 +103,10 @@ async def forget(
         scope = " and redact their messages everywhere" if args.everywhere else ""
         plan = {"forget": "viewer", "login": viewer.login, "user_id": viewer.user_id}
         plan |= {"memories": count, "everywhere": args.everywhere}
-        lines = [f"forget all {count} memories and the profile of {viewer.login}{scope}"]
+        lines = [
+            f"forget all {count} memories and the profile of {viewer.login} "
+            f"(user {viewer.user_id}){scope}"
+        ]
         if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
         report = await ops.forget_viewer(viewer.user_id, actor=actor, everywhere=args.everywhere)

@@ -232,6 +232,8 @@ class CommandHandler:
             return f"@{event.login} I can't change that memory from chat."
         except errors.UnknownViewer:
             return f"@{event.login} I don't know @{parsed.target}."
+        except errors.AmbiguousViewer as exc:  # never a guess between two people
+            return f"@{event.login} {exc} (python -m memory.admin … --user-id)."
         except errors.StoreUnavailable:
             logger.warning("command %s failed: memory unavailable", parsed.action)
             return f"@{event.login} my memory is unavailable right now, try again later."

@@ -48,6 +48,16 @@ class Viewer:
     display_name: str | None = None
 
 
+def ambiguity(named: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """``'alice' names 2 viewers: user 1001 ('alice', seen 2026-11-20), user 2003 ('ALICE', …)``:
+    each login as last seen in chat, invisible characters escaped."""
+    candidates = ", ".join(
+        f"user {row['user_id']} ({row['seen_as'] or row['login']!r}, seen {row['last_seen']:%Y-%m-%d})"
+        for row in rows
+    )
+    return f"{named!r} names {len(rows)} viewers: {candidates}; name one by user id"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ForgetReport:
     """What ``forget_viewer`` removed."""
@@ -97,13 +107,35 @@ class Operations:
 
     # -- reading ---------------------------------------------------------------------------
     async def resolve_viewer(self, login_or_id: str) -> Viewer:
-        """A viewer by login (normalized) or, failing that, by user id."""
+        """The one viewer with that login (normalized) or, failing that, that user id.
+
+        Raises ``errors.AmbiguousViewer`` listing the candidates (user id, login as last seen,
+        last seen) when several viewers' logins normalise alike — it never picks one."""
+        key = identity.normalize_login(login_or_id)
         with postgres.wrap_errors("read viewer"):
-            row = await self.db.pool.fetchrow(
-                sql.queries["memory_viewer_by_login"], identity.normalize_login(login_or_id)
-            ) or await self.db.pool.fetchrow(sql.queries["memory_viewer_by_id"], login_or_id)
+            rows = (
+                await self.db.pool.fetch(sql.queries["memory_viewers_by_login"], key) if key else []
+            )
+        if len(rows) > 1:
+            raise errors.AmbiguousViewer(
+                ambiguity(login_or_id, rows),
+                viewer=login_or_id,
+                candidates=[row["user_id"] for row in rows],
+            )
+        if rows:
+            row = rows[0]
+            return Viewer(
+                user_id=row["user_id"], login=row["login"], display_name=row["display_name"]
+            )
+        return await self.viewer_by_id(login_or_id, named=login_or_id)
+
+    async def viewer_by_id(self, user_id: str, *, named: str | None = None) -> Viewer:
+        """The viewer with that stable user id (``--user-id``): never a login lookup."""
+        with postgres.wrap_errors("read viewer"):
+            row = await self.db.pool.fetchrow(sql.queries["memory_viewer_by_id"], user_id)
         if row is None:
-            raise errors.UnknownViewer(f"unknown viewer {login_or_id!r}", viewer=login_or_id)
+            what = f"unknown viewer {named!r}" if named else f"unknown user id {user_id!r}"
+            raise errors.UnknownViewer(what, viewer=named or user_id)
         return Viewer(user_id=row["user_id"], login=row["login"], display_name=row["display_name"])
 
     async def inspect(self, user_id: str) -> list[records.MemoryRecord]:

@@ -6,8 +6,9 @@ research?"). The composition root fills it from the ``viewers`` table at start a
 event's author when the event is stored. The planner only reads it, synchronously, so a plan stays
 a deterministic function of the batch, the history and the directory's contents at that moment.
 
-When two viewers share a name (a login renamed and taken by someone else, equal display names), the
-one registered last wins: loading registers the least recently seen first.
+When two viewers share a name (logins that normalise alike, a login renamed and taken by someone
+else, equal display names), the name resolves to nobody: the planner never guesses between two
+people.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class ViewerDirectory:
     """Normalized login or display name → (login, user id); implements ``ports.ViewerLookup``."""
 
     def __init__(self) -> None:
-        self._logins: dict[str, tuple[str, str]] = {}
-        self._names: dict[str, tuple[str, str]] = {}
+        #: name key → user id → login, for every viewer currently holding that name
+        self._logins: dict[str, dict[str, str]] = {}
+        self._names: dict[str, dict[str, str]] = {}
         #: user id → (login key, display-name key), to forget a viewer's old names on a rename
         self._keys: dict[str, tuple[str, str]] = {}
 
@@ -44,20 +46,29 @@ class ViewerDirectory:
         old_login, old_name = self._keys.get(user_id, ("", ""))
         name_key = context.normalize(display_name) if display_name else old_name
         for index, key in ((self._logins, old_login), (self._names, old_name)):
-            if key and index.get(key, ("", ""))[1] == user_id:
-                del index[key]
-        entry = (login, user_id)
-        self._logins[login_key] = entry
+            holders = index.get(key)
+            if holders is not None:
+                holders.pop(user_id, None)
+                if not holders:
+                    del index[key]
+        self._logins.setdefault(login_key, {})[user_id] = login
         if name_key:
-            self._names[name_key] = entry
+            self._names.setdefault(name_key, {})[user_id] = login
         self._keys[user_id] = (login_key, name_key)
 
     def lookup(self, name: str) -> tuple[str, str] | None:
-        """The viewer called ``name`` (``@`` optional, any case): a login first, then a display name."""
-        found = self._logins.get(identity.normalize_login(name))
-        if found is None:
-            found = self._names.get(context.normalize(name))
-        return found
+        """The one viewer called ``name`` (``@`` optional, any case): a login first, then a display
+        name; None when nobody or several viewers are called that."""
+        for holders in (
+            self._logins.get(identity.normalize_login(name)),
+            self._names.get(context.normalize(name)),
+        ):
+            if holders:
+                if len(holders) > 1:
+                    return None  # two people answer to it: no guess
+                ((user_id, login),) = holders.items()
+                return login, user_id
+        return None
 
 
 async def load(

@@ -75,6 +75,22 @@ FROM jobs WHERE status = 'todo' AND queue = $1;
 -- description: a worker starts ($1 name); returns its id
 INSERT INTO workers (name) VALUES ($1) RETURNING id;
 
+-- jobs_release_same_name --
+-- description: a worker restarting under a name it had takes back, at once, the jobs its earlier incarnations still held (no wait for the lease): back to todo, or failed when out of attempts ($1 name, $2 the new worker id)
+UPDATE jobs
+SET status = (CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'todo' END)::job_status,
+    finished_at = (CASE WHEN attempts >= max_attempts THEN now() END),
+    last_error = 'worker restarted: the attempt was interrupted',
+    worker_id = NULL,
+    scheduled_at = now()
+WHERE status = 'doing'
+  AND worker_id IN (SELECT id FROM workers WHERE name = $1 AND id <> $2)
+RETURNING id, status;
+
+-- jobs_forget_same_name --
+-- description: drop the rows of a worker's earlier incarnations ($1 name, $2 the new worker id)
+DELETE FROM workers WHERE name = $1 AND id <> $2;
+
 -- jobs_heartbeat --
 -- description: a worker is alive ($1 worker id); no row when the worker was pruned
 UPDATE workers SET last_heartbeat = now() WHERE id = $1 RETURNING id;

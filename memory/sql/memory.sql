@@ -105,6 +105,14 @@ SELECT id, actor, action, target, details, at FROM memory_audit ORDER BY id DESC
 SELECT user_id, login, display_name FROM viewers WHERE login = $1
 ORDER BY last_seen DESC LIMIT 1;
 
+-- memory_viewers_by_login --
+-- description: every viewer whose normalized login is $1, most recently seen first, with the login as last seen in chat ($1 login)
+SELECT v.user_id, v.login, v.display_name, v.last_seen,
+       (SELECT m.login FROM messages m WHERE m.user_id = v.user_id ORDER BY m.seq DESC LIMIT 1)
+           AS seen_as
+FROM viewers v WHERE v.login = $1
+ORDER BY v.last_seen DESC, v.user_id;
+
 -- memory_viewer_by_id --
 -- description: a viewer by user id ($1 user_id)
 SELECT user_id, login, display_name FROM viewers WHERE user_id = $1;

@@ -66,7 +66,7 @@ SELECT * FROM (
     UNION ALL
     (SELECT 'assistant', o.reply, o.ts, t.seq, 1, NULL, NULL, NULL, t.id
      FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id
-     WHERE t.stream = $1 AND o.status = 'completed' AND o.reply IS NOT NULL
+     WHERE t.stream = $1 AND o.status IN ('completed', 'degraded') AND o.reply IS NOT NULL
      ORDER BY t.seq DESC
      LIMIT $2)
 ) h
@@ -89,3 +89,10 @@ SELECT message_id FROM message_redactions WHERE message_id = ANY($1::text[]);
 -- transcript_list_viewers --
 -- description: the most recently seen viewers, newest first ($1 limit)
 SELECT user_id, login, display_name FROM viewers ORDER BY last_seen DESC, user_id LIMIT $1;
+
+-- transcript_pending_turns --
+-- description: the turns of a stream that never ended (no outcome), oldest first ($1 stream)
+SELECT t.id, t.created_at
+FROM turns t LEFT JOIN turn_outcomes o ON o.turn_id = t.id
+WHERE t.stream = $1 AND o.turn_id IS NULL
+ORDER BY t.seq;
