@@ -49,6 +49,9 @@ class QdrantSettings(_Section):
     connect_retry_seconds: float = Field(1.0, ge=0)
     #: seconds for one request to a Qdrant server
     timeout_seconds: float = Field(10.0, gt=0)
+    #: embedded Qdrant (a local-mode folder per collection): folders kept open at most; the least
+    #: recently used close beyond it
+    local_max_open: int = Field(128, ge=1)
 
 
 class OllamaSettings(_Section):
@@ -133,9 +136,11 @@ class HistorySettings(_Section):
     max_messages: int = Field(30, ge=1)
     #: ``tokens``: estimated tokens kept
     token_budget: int = Field(1500, ge=1)
-    #: ``summarizing``: messages kept verbatim, and how far past that before folding again
+    #: ``summarizing``: messages kept verbatim, and how many older messages gather before they are
+    #: folded into the summary in one model call (the hysteresis: one call per that many messages;
+    #: keep target + threshold + one turn under ``history_cap``)
     summarize_target: int = Field(20, ge=1)
-    summarize_threshold: int = Field(10, ge=1)
+    summarize_threshold: int = Field(150, ge=1)
 
 
 class WorkerSettings(_Section):

@@ -155,14 +155,17 @@ class MemorySpaces(Protocol):
 
     async def list(self, space: str, *, limit: int = 1000) -> list[records.MemoryRecord]: ...
 
-    async def find(self, memory_id: str) -> records.MemoryRecord | None:
-        """Look a memory up by id in any space."""
+    async def find(
+        self, memory_id: str, *, spaces: Collection[str] | None = None
+    ) -> records.MemoryRecord | None:
+        """Look a memory up by id in ``spaces`` (None: every space, which embedded Qdrant must
+        open one by one)."""
         ...
 
     async def delete(self, space: str, ids: Sequence[str]) -> int: ...
 
-    async def delete_turn(self, turn_id: str) -> int:
-        """Delete every memory that came from one turn, in every space."""
+    async def delete_turn(self, turn_id: str, *, spaces: Collection[str] | None = None) -> int:
+        """Delete every memory that came from one turn, in ``spaces`` (None: every space)."""
         ...
 
     async def drop(self, space: str) -> int:

@@ -34,6 +34,7 @@ def test_the_table_has_a_row_per_reducer() -> None:
             tokens_mean=10,
             tokens_max=12,
             model_calls=1,
+            messages=6,
         )
         for name in reducers.REDUCERS
     ]

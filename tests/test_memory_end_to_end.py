@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from tests import cli
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ def test_unknown_viewer_is_a_clear_error(env: dict[str, str], tmp_path: Path) ->
     assert result.code == 1 and "nobody" in result.err and "Traceback" not in result.err
 
 
+@pytest.mark.timeout(240)  # ten CLI processes: over 60 s on a loaded 2-core machine
 def test_example_stream_attribution_and_recall(env: dict[str, str], tmp_path: Path) -> None:
     """Over the multi-viewer example: every memory in every viewer space comes from that viewer's
     own messages; explicit recall brings the asker's own earlier statements; a question about

@@ -48,15 +48,17 @@ def record(space: str, text: str, **fields: Any) -> records.MemoryRecord:
     return records.MemoryRecord(**values)
 
 
-@pytest.fixture(params=["fake", "per_space", "shared"])
+@pytest.fixture(params=["fake", "per_space", "shared", "per_space_folders"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "fake":
         yield fake_spaces.InMemorySpaces()
         return
+    # per_space_folders: embedded on disk, a local-mode folder per collection, at most 2 open
+    layout = request.param.removesuffix("_folders")
     opened = await qdrant.open_spaces(
-        settings(tmp_path, qdrant={"layout": request.param}),
+        settings(tmp_path, qdrant={"layout": layout, "local_max_open": 2}),
         embedders.OfflineHashEmbedder(),
-        location=":memory:",
+        location=":memory:" if layout == request.param else str(tmp_path / "qdrant"),
     )
     async with opened:
         yield opened

@@ -188,10 +188,10 @@ class QdrantSpaces:
 
         return await self._read(space, "delete", delete, 0) if found else 0
 
-    async def delete_turn(self, turn_id: str) -> int:
+    async def delete_turn(self, turn_id: str, *, spaces: Collection[str] | None = None) -> int:
         condition = qm.FieldCondition(key="turn_id", match=qm.MatchValue(value=turn_id))
         total = 0
-        for name in await self._collections.managed():
+        for name in await self._where(spaces):
             with self._skip_gone(name), qdrant_collections.wrap_errors("delete turn"):
                 found = (await self.client.count(name, count_filter=_filter([condition]))).count
                 if found:
@@ -212,6 +212,14 @@ class QdrantSpaces:
                     name, points_selector=_selector(_scope(space, True)), wait=True
                 )
         return held
+
+    async def _where(self, spaces: Collection[str] | None) -> builtins.list[str]:
+        """The existing collections that hold ``spaces`` (None: every memory collection)."""
+        if spaces is None:
+            return await self._collections.managed()
+        names = dict.fromkeys(self.collection(space) for space in spaces)
+        with qdrant_collections.wrap_errors("open"):
+            return [n for n in names if await self._collections.ensure(n, space=None, create=False)]
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -280,10 +288,12 @@ class QdrantSpaces:
 
         return await self._read(space, "list", scroll, [])
 
-    async def find(self, memory_id: str) -> memory_records.MemoryRecord | None:
+    async def find(
+        self, memory_id: str, *, spaces: Collection[str] | None = None
+    ) -> memory_records.MemoryRecord | None:
         if not spaces_module.is_memory_id(memory_id):
             return None
-        for name in await self._collections.managed():
+        for name in await self._where(spaces):
             with self._skip_gone(name), qdrant_collections.wrap_errors("find"):
                 points = await self.client.retrieve(name, ids=[memory_id], with_payload=True)
                 if points:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -21,6 +22,7 @@ from qdrant_client import models as qm
 from qdrant_client.http import exceptions as qdrant_exceptions
 
 from memory import errors
+from memory.adapters import qdrant_local
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
@@ -58,25 +60,12 @@ def wrap_errors(action: str) -> Iterator[None]:
         raise errors.MemoryServiceError(f"Qdrant refused {action}: {exc}") from exc
 
 
-def _local(path: str) -> AsyncQdrantClient:
-    """Embedded Qdrant in a folder; one process at a time may hold it (a file lock)."""
-    try:
-        return AsyncQdrantClient(path=path)
-    except RuntimeError as exc:
-        if "already accessed" not in str(exc):
-            raise
-        raise errors.StoreUnavailable(
-            f"the embedded Qdrant in {path} is in use by another process (a running bot or "
-            "worker?): stop it first, or set QDRANT_URL to share a Qdrant server"
-        ) from exc
-
-
 def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
+    """``":memory:"``, a server (``QDRANT_URL``), or embedded: a local-mode folder per collection
+    under ``location`` (default ``<data_dir>/qdrant``), opened when used (``qdrant_local``)."""
     if location == ":memory:":
         return AsyncQdrantClient(location=":memory:")
-    if location is not None:
-        return _local(location)
-    if settings.qdrant_url:
+    if location is None and settings.qdrant_url:
         api_key = settings.qdrant.api_key
         return AsyncQdrantClient(
             url=settings.qdrant_url,
@@ -84,9 +73,8 @@ def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
             timeout=max(1, round(settings.qdrant.timeout_seconds)),
             check_compatibility=False,
         )
-    path = settings.data_dir / "qdrant"
-    path.mkdir(parents=True, exist_ok=True)
-    return _local(str(path))
+    root = Path(location) if location is not None else settings.data_dir / "qdrant"
+    return qdrant_local.FolderClient(root, max_open=settings.qdrant.local_max_open)
 
 
 class Collections:
@@ -190,6 +178,8 @@ class Collections:
 
     async def _index(self, name: str) -> None:
         """Payload indexes (used by a server; local mode ignores them and warns once)."""
+        if isinstance(self.client, qdrant_local.FolderClient):
+            return  # two more metadata rewrites on a viewer's first memory, for nothing
         fields: list[tuple[str, qm.KeywordIndexParams]] = [
             ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
             ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import dataclasses
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -90,17 +92,51 @@ def _glob_escape(text: str) -> str:
     return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in text)
 
 
+#: the items of a history list newer than the reader's sequence number, or all of them when the
+#: reader is too far behind (or the list was replaced or lost): KEYS list, sequence; ARGV the
+#: reader's sequence (-1: none), the cap. Returns {sequence, whole list?, items}.
+_SINCE = """
+local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
+local last = tonumber(ARGV[1])
+if last >= 0 and seq >= last and seq - last <= tonumber(ARGV[2]) then
+    if seq == last then return {seq, 0, {}} end
+    return {seq, 0, redis.call('LRANGE', KEYS[1], last - seq, -1)}
+end
+return {seq, 1, redis.call('LRANGE', KEYS[1], 0, -1)}
+"""
+
+
+@dataclasses.dataclass(slots=True)
+class _Mirror:
+    """This process's decoded copy of one stream's list, as of sequence number ``seq``."""
+
+    seq: int = -1
+    items: collections.deque[models.HistoryItem] = dataclasses.field(
+        default_factory=collections.deque
+    )
+
+
 class RedisHistory:
     """``ports.WorkingHistory`` on Redis: a capped list per stream (JSON items), shared by every
-    bot process of a channel. The transcript stays the truth; ``working.rebuild`` refills it."""
+    bot process of a channel. The transcript stays the truth; ``working.rebuild`` refills it.
+
+    Each list has a sequence number (items ever appended; a replacement jumps it past the cap).
+    A reader keeps a decoded copy and asks, in one round trip (a script), only for the items
+    newer than its copy: reading the history each turn costs the new items, not the whole list.
+    """
 
     def __init__(self, client: aioredis.Redis, *, cap: int, prefix: str = "livememory:") -> None:
         self._client = client
         self.cap = cap
         self._prefix = prefix + "history:"
+        self._since = client.register_script(_SINCE)
+        self._mirrors: dict[str, _Mirror] = {}
 
     def _key(self, stream: str) -> str:
         return self._prefix + stream
+
+    def _seq_key(self, stream: str) -> str:
+        return self._prefix + "seq:" + stream
 
     async def append(self, stream: str, items: Sequence[models.HistoryItem]) -> None:
         if not items:
@@ -110,23 +146,46 @@ class RedisHistory:
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *[json.dumps(item.to_json()) for item in items])
                 pipe.ltrim(key, -self.cap, -1)
-                await pipe.execute()
+                pipe.incrby(self._seq_key(stream), len(items))
+                *_, seq = await pipe.execute()
+        mirror = self._mirrors.get(stream)
+        if mirror is not None and mirror.seq == int(seq) - len(items):  # nobody wrote in between
+            self._extend(mirror, items, int(seq))
 
     async def recent(self, stream: str, limit: int | None = None) -> list[models.HistoryItem]:
         if limit == 0:
             return []
-        start = -min(limit, self.cap) if limit is not None else 0
+        mirror = await self._sync(stream)
+        items = list(mirror.items)
+        return items[-min(limit, self.cap) :] if limit is not None else items
+
+    async def _sync(self, stream: str) -> _Mirror:
+        mirror = self._mirrors.setdefault(stream, _Mirror())
         with RedisCache._wrap():
-            raw: list[Any] = await self._client.lrange(self._key(stream), start, -1)
-        return [models.HistoryItem.from_json(json.loads(value)) for value in raw]
+            seq, whole, raw = await self._since(
+                keys=[self._key(stream), self._seq_key(stream)], args=[mirror.seq, self.cap]
+            )
+        new = [models.HistoryItem.from_json(json.loads(value)) for value in raw]
+        if whole:
+            mirror.items.clear()
+        self._extend(mirror, new, int(seq))
+        return mirror
+
+    def _extend(self, mirror: _Mirror, items: Sequence[models.HistoryItem], seq: int) -> None:
+        mirror.items.extend(items)
+        while len(mirror.items) > self.cap:
+            mirror.items.popleft()
+        mirror.seq = seq
 
     async def replace(self, stream: str, items: Sequence[models.HistoryItem]) -> None:
         key = self._key(stream)
+        self._mirrors.pop(stream, None)
         with RedisCache._wrap():
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.delete(key)
                 if items:
                     pipe.rpush(key, *[json.dumps(item.to_json()) for item in items[-self.cap :]])
+                pipe.incrby(self._seq_key(stream), self.cap + 1)  # every reader reloads
                 await pipe.execute()
 
     async def length(self, stream: str) -> int:

@@ -5,7 +5,9 @@
   above 0 or its recall@5 is below the recorded baseline (``memory/eval/baseline.json``) minus the
   tolerance, with a ``GATE FAIL:`` line saying which.
 - ``ablations``: the full system against versions each missing one piece (synthetic stream).
-- ``bench``: latency / throughput figures (not a test).
+- ``bench``: latency / throughput figures (not a test). ``bench --scale``: costs against the
+  audience and the stored turns (``memory.eval.scale``; ``--viewers``, ``--memories``, ``--turns``,
+  ``--redis-url``, ``--plot``).
 - ``report``: quality + ablations + bench, written to ``docs/evaluation.md`` with PNG plots.
 - ``baseline``: run the quick quality evaluation and record ``baseline.json``.
 
@@ -71,6 +73,14 @@ def parser() -> argparse.ArgumentParser:
         "--bench-from", type=Path, default=None, help="report: reuse the bench of an earlier --json"
     )
     p.add_argument("--no-gate", action="store_true", help="quality --quick: print, never fail")
+    p.add_argument(
+        "--scale", action="store_true", help="bench: costs against audience and stored turns"
+    )
+    p.add_argument("--viewers", type=int, nargs="+", default=None, help="bench --scale: audiences")
+    p.add_argument("--memories", type=int, default=None, help="bench --scale: memories a viewer")
+    p.add_argument("--turns", type=int, nargs="+", default=None, help="bench --scale: stored turns")
+    p.add_argument("--redis-url", default=None, help="bench --scale: Redis for Redis vs in-process")
+    p.add_argument("--plot", type=Path, default=None, help="bench --scale: write the log-log PNG")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -192,6 +202,8 @@ async def _main(args: argparse.Namespace, data_dir: Path) -> int:
     if args.command == "ablations":
         await run_ablations(args)
         return EXIT_OK
+    if args.command == "bench" and args.scale:
+        return await scale_bench(args)
     if args.command == "bench":
         from memory.eval import bench
 
@@ -200,6 +212,22 @@ async def _main(args: argparse.Namespace, data_dir: Path) -> int:
         _dump(args.json, data)
         return EXIT_OK
     return await full_report(args, data_dir)
+
+
+async def scale_bench(args: argparse.Namespace) -> int:
+    from memory.eval import scale
+
+    data = await scale.run(
+        viewers=args.viewers or scale.VIEWERS,
+        memories=args.memories or scale.MEMORIES,
+        turns=args.turns or scale.TURNS,
+        redis_url=args.redis_url,
+    )
+    print(scale.text_report(data))
+    _dump(args.json, data)
+    if args.plot is not None:
+        print(f"plot: {scale.plot(data, args.plot)}")
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,7 @@
-"""``python -m memory.eval.reducers [FILE]``: one transcript replayed once per history reducer.
+"""``python -m memory.eval.reducers [FILE | --busy]``: one transcript replayed once per history reducer.
+
+``--busy``: busy chat instead of a file — the synthetic multi-viewer stream played at
+``BUSY_SPEEDUP``× its pace, so a batch holds about a dozen messages.
 
 Prints, per reducer, the messages in the working history against the messages sent to the model and
 the estimated prompt tokens (mean and max over the turns), and how often the summarizing reducer
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import models, session
-from memory.eval import REPO_ROOT, harness
+from memory.eval import REPO_ROOT, harness, synthetic
 from memory.history import reducers, transcript_file
 
 if TYPE_CHECKING:
@@ -28,6 +31,15 @@ if TYPE_CHECKING:
 REDUCERS = ("none", "counting", "tokens", "summarizing", "turns")
 EXAMPLE = REPO_ROOT / "examples" / "stream.jsonl"
 WORDS_PER_LINE = 8
+BUSY_SPEEDUP = 10.0
+
+
+def busy_chat(*, speedup: float = BUSY_SPEEDUP, seed: int = 7) -> list[models.ChatEvent]:
+    """The synthetic stream (40 viewers, 400 filler lines, no commands) at ``speedup``× its pace."""
+    stream = synthetic.generate(seed=seed, viewers=40, filler=400)
+    events = [e for e in stream.events if not e.text.startswith("!")]
+    start = events[0].ts
+    return [dataclasses.replace(e, ts=start + (e.ts - start) / speedup) for e in events]
 
 
 class ExtractiveSummarizer:
@@ -63,6 +75,7 @@ class Row:
     tokens_mean: float
     tokens_max: int
     model_calls: int
+    messages: int
 
 
 async def replay_with(
@@ -109,11 +122,13 @@ async def replay_with(
         tokens_mean=statistics.fmean(tokens),
         tokens_max=max(tokens),
         model_calls=summarizer.calls,
+        messages=sum(len(r.message_ids) for r in reports),
     )
 
 
-async def run(path: Path, history: Mapping[str, Any] | None = None) -> list[Row]:
-    events = list(transcript_file.read(path))
+async def run(
+    events: Sequence[models.ChatEvent], history: Mapping[str, Any] | None = None
+) -> list[Row]:
     rows = []
     for reducer in REDUCERS:
         with tempfile.TemporaryDirectory(prefix=f"livememory-reducer-{reducer}-") as tmp:
@@ -123,16 +138,20 @@ async def run(path: Path, history: Mapping[str, Any] | None = None) -> list[Row]
 
 def table(rows: Sequence[Row]) -> str:
     head = (
-        "| reducer | turns | in history (mean / max) | sent (mean / max) "
-        "| tokens (mean / max) | summary calls |\n|---|---|---|---|---|---|"
+        "| reducer | turns (messages) | in history (mean / max) | sent (mean / max) "
+        "| tokens (mean / max) | summary calls (of turns) |\n|---|---|---|---|---|---|"
     )
     body = [
-        f"| `{r.reducer}` | {r.turns} | {r.history_mean:.1f} / {r.history_max} "
+        f"| `{r.reducer}` | {r.turns} ({r.messages}) | {r.history_mean:.1f} / {r.history_max} "
         f"| {r.sent_mean:.1f} / {r.sent_max} | {r.tokens_mean:.0f} / {r.tokens_max} "
-        f"| {r.model_calls if r.reducer == 'summarizing' else '–'} |"
+        f"| {_calls(r) if r.reducer == 'summarizing' else '–'} |"
         for r in rows
     ]
     return "\n".join([head, *body])
+
+
+def _calls(row: Row) -> str:
+    return f"{row.model_calls} ({row.model_calls / row.turns:.0%})" if row.turns else "0"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,8 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-messages", type=int, help="counting/turns budget (default: settings)"
     )
     parser.add_argument("--token-budget", type=int, help="tokens budget (default: settings)")
+    parser.add_argument(
+        "--busy",
+        action="store_true",
+        help=f"busy chat: the synthetic stream at {BUSY_SPEEDUP:g}× pace",
+    )
     args = parser.parse_args(argv)
-    if not args.file.is_file():
+    if not args.busy and not args.file.is_file():
         print(f"error: no such transcript file: {args.file}", file=sys.stderr)
         return 1
     history = {
@@ -151,9 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for key, value in (("max_messages", args.max_messages), ("token_budget", args.token_budget))
         if value is not None
     }
-    rows = asyncio.run(run(args.file, history))
+    events = busy_chat() if args.busy else list(transcript_file.read(args.file))
+    rows = asyncio.run(run(events, history))
     budgets = ", ".join(f"{k}={v}" for k, v in history.items()) or "default budgets"
-    print(f"{args.file} ({budgets}): messages in the working history vs sent, per reducer")
+    source = f"busy chat ({BUSY_SPEEDUP:g}x synthetic)" if args.busy else str(args.file)
+    print(f"{source} ({budgets}): messages in the working history vs sent, per reducer")
     print(table(rows))
     return 0
 

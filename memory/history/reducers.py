@@ -228,13 +228,19 @@ class Summary:
 
 
 class SummarizingReducer:
-    """``summarizing``: past ``target + threshold`` messages, older ones fold into one summary.
+    """``summarizing``: the newest ``target`` messages verbatim, older ones folded into a summary
+    in steps of more than ``threshold`` messages.
 
-    The newest ``target`` messages (whole units) stay verbatim; everything before is summarized by
-    the model (the previous summary merged in). The summary is reused until the messages after it
-    grow past ``target + threshold`` again. Summaries are stored in ``history_summaries`` (when a
-    database is given), so a restart does not summarize again. When the model fails, the older
-    messages are dropped (no summary) and the turn goes on.
+    The prompt shows the summary and the newest ``target`` messages (whole units). Messages older
+    than those and newer than the summary wait, unseen by the model, until more than
+    ``threshold`` of them have gathered; then one model call folds them all into the summary (the
+    previous summary merged in). The gap between the two marks is the hysteresis: the model is
+    called once every ``threshold`` messages at most, however busy the chat, while the prompt stays
+    within ``target`` messages and one summary. ``target + threshold`` plus one turn's messages
+    should stay under the working history's cap, or what scrolls out of it before a fold is lost to
+    the summary (as the counting reducer loses it). ``calls`` counts the model calls. Summaries are
+    stored in ``history_summaries`` (when a database is given), so a restart does not summarize
+    again. When the model fails, the waiting messages stay unsummarized and the turn goes on.
     """
 
     def __init__(
@@ -252,6 +258,8 @@ class SummarizingReducer:
         self.threshold = threshold
         self.db = db
         self._summaries: dict[str, Summary | None] = {}
+        #: model calls made so far (the hysteresis keeps them rare)
+        self.calls = 0
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def reduce(
@@ -262,20 +270,19 @@ class SummarizingReducer:
         async with self._locks.setdefault(stream, asyncio.Lock()):
             summary = await self._current(stream)
             tail = self._after(summary, groups)
-            if len(flatten(tail)) > self.target + self.threshold:
-                keep = newest_fitting(tail, self.target, _count)
-                folded = tail[: len(tail) - len(keep)]
-                summary = await self._fold(stream, summary, flatten(folded))
-                tail = keep
+            window = newest_fitting(tail, self.target, _count)
+            waiting = flatten(tail[: len(tail) - len(window)])
+            if len(waiting) > self.threshold:
+                summary = await self._fold(stream, summary, waiting)
         if summary is None:
-            return [*system, *flatten(tail)]
+            return [*system, *flatten(window)]
         item = models.HistoryItem(
             role=models.Role.SYSTEM,
             text=f"Summary of the earlier chat:\n{summary.text}",
             ts=summary.covers_ts,
             summary=True,
         )
-        return [*system, item, *flatten(tail)]
+        return [*system, item, *flatten(window)]
 
     def _after(self, summary: Summary | None, groups: list[Unit]) -> list[Unit]:
         """The units the summary does not cover."""
@@ -318,6 +325,7 @@ class SummarizingReducer:
             models.PromptMessage(role=models.Role.SYSTEM, content=SUMMARY_PROMPT),
             models.PromptMessage(role=models.Role.USER, content="\n".join(lines)),
         ]
+        self.calls += 1
         try:
             reply = await self.model.chat(messages, model=self.model_name)
         except (errors.ModelUnavailable, errors.ModelError) as exc:
@@ -349,10 +357,11 @@ class SummarizingReducer:
                 )
         self._summaries[stream] = summary
         logger.info(
-            "stream %s: %d messages folded into the summary",
+            "stream %s: %d messages folded into the summary (model call %d)",
             stream,
             len(folded),
-            extra={"action": "summarize"},
+            self.calls,
+            extra={"action": "summarize", "calls": self.calls},
         )
         return summary
 

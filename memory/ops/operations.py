@@ -161,7 +161,8 @@ class Operations:
 
     async def find(self, memory_id: str, *, owner: str | None = None) -> records.MemoryRecord:
         """A memory by id (``owner``: it must be that viewer's); ``errors.UnknownMemory`` else."""
-        record = await self.spaces.find(memory_id)
+        where = [identity.personal_key(owner)] if owner is not None else None
+        record = await self.spaces.find(memory_id, spaces=where)
         if record is None or (owner is not None and record.user_id != owner):
             raise errors.UnknownMemory(f"unknown memory {memory_id!r}", memory_id=memory_id)
         return record
@@ -209,7 +210,10 @@ class Operations:
             raise errors.UnknownTurn(f"unknown turn {turn_id!r}", turn_id=turn_id)
         async with viewer_lock.hold(self.db, row["user_ids"]) as conn:
             await self._tombstone("turn", turn_id, conn=conn)
-            removed = await self.spaces.delete_turn(turn_id)
+            # a turn's memories live in its authors' spaces and its stream's
+            where = [identity.personal_key(u) for u in row["user_ids"]]
+            where.append(identity.episodic_key(row["stream"]))
+            removed = await self.spaces.delete_turn(turn_id, spaces=where)
             touched = await self.profiles.delete_turn(turn_id)
         users = sorted(set(row["user_ids"]) | set(touched))
         await self.audit(

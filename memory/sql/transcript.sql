@@ -47,25 +47,29 @@ SELECT id, stream, user_id, login, display_name, badges, text, ts, kind, event, 
 FROM messages_visible WHERE id = ANY($1::text[]) ORDER BY ts, seq;
 
 -- transcript_answered_message_ids --
--- description: which of these message ids already belong to a finished turn ($1 ids)
-SELECT DISTINCT m.id
-FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id, unnest(t.message_ids) AS m(id)
-WHERE m.id = ANY($1::text[]);
+-- description: which of these message ids already belong to a finished turn ($1 ids); an index lookup per id (turn_messages)
+SELECT DISTINCT tm.message_id AS id
+FROM turn_messages tm JOIN turn_outcomes o ON o.turn_id = tm.turn_id
+WHERE tm.message_id = ANY($1::text[]);
 
 -- transcript_recent_history --
--- description: the newest history entries of a stream, newest first ($1 stream, $2 limit): chat messages (not commands; redactions honoured) and replies of completed turns
+-- description: the newest history entries of a stream, newest first ($1 stream, $2 limit): chat messages (not commands; redactions honoured) and replies of completed turns; each branch reads only its newest $2 rows
 SELECT * FROM (
-    SELECT 'user' AS role, m.text, m.ts, m.seq AS ord, 0 AS sub, m.id AS message_id,
-           m.user_id, m.login, t.id AS turn_id
-    FROM messages_visible m
-    LEFT JOIN LATERAL (
-        SELECT id FROM turns WHERE stream = m.stream AND m.id = ANY(message_ids) LIMIT 1
-    ) t ON true
-    WHERE m.stream = $1 AND m.kind <> 'command'
+    (SELECT 'user' AS role, m.text, m.ts, m.seq AS ord, 0 AS sub, m.id AS message_id,
+            m.user_id, m.login,
+            (SELECT tm.turn_id FROM turn_messages tm JOIN turns t ON t.id = tm.turn_id
+             WHERE tm.message_id = m.id AND t.stream = m.stream
+             ORDER BY t.seq LIMIT 1) AS turn_id
+     FROM messages_visible m
+     WHERE m.stream = $1 AND m.kind <> 'command'
+     ORDER BY m.ts DESC, m.seq DESC
+     LIMIT $2)
     UNION ALL
-    SELECT 'assistant', o.reply, o.ts, t.seq, 1, NULL, NULL, NULL, t.id
-    FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id
-    WHERE t.stream = $1 AND o.status IN ('completed', 'degraded') AND o.reply IS NOT NULL
+    (SELECT 'assistant', o.reply, o.ts, t.seq, 1, NULL, NULL, NULL, t.id
+     FROM turns t JOIN turn_outcomes o ON o.turn_id = t.id
+     WHERE t.stream = $1 AND o.status IN ('completed', 'degraded') AND o.reply IS NOT NULL
+     ORDER BY t.seq DESC
+     LIMIT $2)
 ) h
 ORDER BY ts DESC, sub DESC, ord DESC
 LIMIT $2;

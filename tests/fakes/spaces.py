@@ -108,8 +108,12 @@ class InMemorySpaces:
         )
         return records[:limit]
 
-    async def find(self, memory_id: str) -> records.MemoryRecord | None:
-        for points in self._spaces.values():
+    async def find(
+        self, memory_id: str, *, spaces: Collection[str] | None = None
+    ) -> records.MemoryRecord | None:
+        for space, points in self._spaces.items():
+            if spaces is not None and space not in spaces:
+                continue
             if memory_id in points:
                 return points[memory_id].record
         return None
@@ -119,9 +123,11 @@ class InMemorySpaces:
         points = self._spaces.get(space, {})
         return sum(1 for i in dict.fromkeys(ids) if points.pop(i, None) is not None)
 
-    async def delete_turn(self, turn_id: str) -> int:
+    async def delete_turn(self, turn_id: str, *, spaces: Collection[str] | None = None) -> int:
         removed = 0
-        for points in self._spaces.values():
+        for space, points in self._spaces.items():
+            if spaces is not None and space not in spaces:
+                continue
             for memory_id in [i for i, p in points.items() if p.record.turn_id == turn_id]:
                 del points[memory_id]
                 removed += 1

@@ -1,0 +1,230 @@
+"""Embedded Qdrant that opens what it needs: one local-mode folder per collection (issue 15).
+
+qdrant-client's local mode keeps a whole folder in one ``QdrantLocal``: opening it loads every
+collection and every point (``LocalCollection.__init__``), and creating a collection rewrites the
+folder's ``meta.json``, which lists every collection. With a collection per viewer both grow with
+the channel's whole audience (29 s and 1.8 GiB to open 10,000 viewers × 10 memories; 0.5–1 s to
+create the 10,001st viewer's space).
+
+``FolderClient`` is an ``AsyncQdrantClient`` whose calls go to the folder of the collection they
+name, ``<root>/spaces/<collection>/`` (a local-mode folder holding that collection only), opened
+on first use and closed least-recently-used beyond ``max_open``. Start-up and admin commands open
+the collections they touch; creating a collection writes a ``meta.json`` of one entry. The root
+folder keeps one lock (one process at a time, as before). A root written by the former single-folder
+layout (``<root>/meta.json``) is split into per-collection folders on first open (files moved,
+nothing copied).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from qdrant_client import AsyncQdrantClient
+from qdrant_client.http import models as rest_models
+from qdrant_client.local import async_qdrant_local
+
+from memory import errors
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+    from pathlib import Path
+    from typing import IO
+
+logger = logging.getLogger(__name__)
+
+META = async_qdrant_local.META_INFO_FILENAME
+SPACES = "spaces"
+DEFAULT_MAX_OPEN = 128
+
+
+class FolderRouter:
+    """The per-collection folders of one root; plays qdrant-client's ``_client`` role.
+
+    ``AsyncQdrantClient`` calls its backend with ``collection_name=…`` as a keyword; every such
+    call is routed to that collection's folder, held open (a lease) for the call's duration.
+    """
+
+    def __init__(self, root: Path, *, max_open: int = DEFAULT_MAX_OPEN) -> None:
+        self.root = root
+        self.folders = root / SPACES
+        self.max_open = max(1, max_open)
+        #: collection name → its open local client, least recently used first
+        self._open: collections.OrderedDict[str, async_qdrant_local.AsyncQdrantLocal] = (
+            collections.OrderedDict()
+        )
+        self._leases: collections.Counter[str] = collections.Counter()
+        self.opened = 0  #: folders opened so far (tests, benchmarks)
+        self._lock_file: IO[str] | None = _lock_root(root)
+        try:
+            split_legacy(root)
+        except BaseException:
+            self._unlock()
+            raise
+
+    # -- what AsyncQdrantClient calls ------------------------------------------------------------
+
+    async def get_collections(self, **kwargs: Any) -> rest_models.CollectionsResponse:
+        return rest_models.CollectionsResponse(
+            collections=[
+                rest_models.CollectionDescription(name=name) for name in self.collection_names()
+            ]
+        )
+
+    async def collection_exists(self, collection_name: str, **kwargs: Any) -> bool:
+        return collection_name in self._open or self._stored(collection_name)
+
+    async def create_collection(self, collection_name: str, **kwargs: Any) -> bool:
+        async_qdrant_local.AsyncQdrantLocal._validate_new_collection_name(collection_name)
+        if await self.collection_exists(collection_name):
+            raise ValueError(f"Collection {collection_name} already exists")
+        async with self._lease(collection_name, create=True) as local:
+            result: bool = await local.create_collection(collection_name, **kwargs)
+            return result
+
+    async def recreate_collection(self, collection_name: str, **kwargs: Any) -> bool:
+        await self.delete_collection(collection_name)
+        return await self.create_collection(collection_name, **kwargs)
+
+    async def delete_collection(self, collection_name: str, **kwargs: Any) -> bool:
+        if not await self.collection_exists(collection_name):
+            return False
+        local = self._open.pop(collection_name, None)
+        if local is not None:
+            await local.close()
+        shutil.rmtree(self._folder(collection_name), ignore_errors=True)
+        return True
+
+    async def close(self, **kwargs: Any) -> None:
+        while self._open:
+            _, local = self._open.popitem()
+            await local.close()
+        self._unlock()
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        async def call(*args: Any, collection_name: str | None = None, **kwargs: Any) -> Any:
+            if collection_name is None:
+                raise NotImplementedError(f"{method} spans collections: not per-collection folders")
+            async with self._lease(collection_name, create=False) as local:
+                return await getattr(local, method)(
+                    *args, collection_name=collection_name, **kwargs
+                )
+
+        return call
+
+    # -- folders ---------------------------------------------------------------------------------
+
+    def collection_names(self) -> list[str]:
+        """Collections stored under the root (a directory listing: nothing is opened)."""
+        if not self.folders.is_dir():
+            return []
+        return sorted(entry.name for entry in os.scandir(self.folders) if self._stored(entry.name))
+
+    def open_names(self) -> list[str]:
+        return list(self._open)
+
+    def _folder(self, name: str) -> Path:
+        async_qdrant_local.AsyncQdrantLocal._validate_new_collection_name(name)
+        return self.folders / name
+
+    def _stored(self, name: str) -> bool:
+        return (self._folder(name) / META).is_file()
+
+    @contextlib.asynccontextmanager
+    async def _lease(
+        self, name: str, *, create: bool
+    ) -> AsyncIterator[async_qdrant_local.AsyncQdrantLocal]:
+        local = self._open.get(name)
+        if local is None:
+            if not create and not self._stored(name):
+                raise ValueError(f"Collection {name} not found")
+            local = async_qdrant_local.AsyncQdrantLocal(str(self._folder(name)))
+            self._open[name] = local
+            self.opened += 1
+        self._open.move_to_end(name)
+        self._leases[name] += 1
+        try:
+            yield local
+        finally:
+            self._leases[name] -= 1
+            if not self._leases[name]:
+                del self._leases[name]
+            await self._evict()
+
+    async def _evict(self) -> None:
+        """Close the least recently used folders beyond ``max_open`` (never one in use)."""
+        if len(self._open) <= self.max_open:
+            return
+        for name in [n for n in self._open if n not in self._leases]:
+            if len(self._open) <= self.max_open:
+                break
+            await self._open.pop(name).close()
+
+    def _unlock(self) -> None:
+        if self._lock_file is not None:
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+            self._lock_file.close()
+            self._lock_file = None
+
+
+class FolderClient(AsyncQdrantClient):
+    """``AsyncQdrantClient`` over :class:`FolderRouter` (embedded, a folder per collection)."""
+
+    def __init__(self, root: Path, *, max_open: int = DEFAULT_MAX_OPEN) -> None:
+        super().__init__(location=":memory:")  # replaced below: only the client's API is kept
+        self.router = FolderRouter(root, max_open=max_open)
+        self._client = self.router  # type: ignore[assignment]
+
+
+def _lock_root(root: Path) -> IO[str]:
+    """One process at a time holds the embedded Qdrant (the same file the single folder locked)."""
+    root.mkdir(parents=True, exist_ok=True)
+    handle = (root / ".lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.close()
+        raise errors.StoreUnavailable(
+            f"the embedded Qdrant in {root} is in use by another process (a running bot or "
+            "worker?): stop it first, or set QDRANT_URL to share a Qdrant server"
+        ) from exc
+    return handle
+
+
+def split_legacy(root: Path) -> int:
+    """Move the collections of a single-folder root into folders of their own; returns how many."""
+    meta_path = root / META
+    if not meta_path.is_file():
+        return 0
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    text_indexes = meta.get("text_indexes", {})
+    moved = 0
+    for name, config in meta.get("collections", {}).items():
+        folder = root / SPACES / name
+        source = root / "collection" / name
+        if (folder / META).exists() and source.exists():  # an older version wrote it again
+            raise errors.StoreUnavailable(
+                f"the embedded Qdrant in {root} holds collection {name} twice (a folder of its "
+                f"own and the single-folder layout of an older version): keep one of "
+                f"{folder} and {source}, then start again"
+            )
+        (folder / "collection").mkdir(parents=True, exist_ok=True)
+        if source.exists():
+            source.rename(folder / "collection" / name)
+        entry: dict[str, Any] = {"collections": {name: config}, "aliases": {}}
+        if name in text_indexes:
+            entry["text_indexes"] = {name: text_indexes[name]}
+        (folder / META).write_text(json.dumps(entry), encoding="utf-8")
+        moved += 1
+    meta_path.rename(root / f"{META}.split")
+    logger.info("embedded Qdrant: %d collections moved to a folder each", moved)
+    return moved

@@ -1,0 +1,32 @@
+"""``python -m memory.eval bench --scale`` at a tiny size: its pieces run (figures are not checked)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory.eval import scale
+
+
+async def test_ingest_cost_fills_turns_and_times_messages(database_url: str) -> None:
+    rows = await scale.ingest_cost([20, 50], messages=3, database_url=database_url)
+    assert [r["turns"] for r in rows] == [20, 50]
+    assert all(r["ms_p50"] > 0 for r in rows)
+
+
+def test_the_report_has_a_row_per_size() -> None:
+    timing = {"seconds_min": 1.0, "seconds_median": 1.5, "rss_mb_max": 100.0}
+    stage = {"cold": {"p50": 3.0, "p95": 9.0}, "warm": {"p50": 0.5, "p95": 0.9}}
+    data: dict[str, Any] = {
+        "audience": [
+            {"viewers": n, "memories_per_viewer": 10, "build_s": 1.0, "startup": timing,
+             "inspect": timing, "first_memory_ms": {"p50": 20.0, "p95": 30.0},
+             "memory_stage_ms": stage}
+            for n in (1_000, 10_000)
+        ],
+        "ingest": [{"turns": 1_000, "ms_p50": 2.0, "ms_p95": 3.0}],
+        "consolidation": {"messages": 100, "messages_per_s": 200.0},
+        "redis": None,
+    }  # fmt: skip
+    text = scale.text_report(data)
+    assert "| 1,000 × 10 |" in text and "| 10,000 × 10 |" in text
+    assert "REDIS_URL unset" in text

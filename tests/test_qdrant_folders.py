@@ -1,0 +1,144 @@
+"""Embedded Qdrant with a folder per collection: opens what it needs (issue 15)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pytest
+from qdrant_client import AsyncQdrantClient
+from qdrant_client import models as qm
+
+from memory import errors, identity
+from memory.adapters import qdrant, qdrant_local
+from memory.spaces import embedders, records
+from memory.spaces import store as spaces_module
+from tests.conftest import IsolatedSettings
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
+
+
+def memory(user_id: str, text: str) -> records.MemoryRecord:
+    return records.MemoryRecord(
+        id=str(uuid.uuid4()),
+        space=identity.personal_key(user_id),
+        kind=records.MemoryKind.PERSONAL,
+        text=text,
+        turn_id=f"turn-{user_id}",
+        user_id=user_id,
+        created_at=T0,
+    )
+
+
+async def open_spaces(tmp_path: Path, max_open: int = 128) -> qdrant.QdrantSpaces:
+    settings = IsolatedSettings(data_dir=tmp_path / "data", qdrant={"local_max_open": max_open})
+    return await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
+
+
+def router(spaces: qdrant.QdrantSpaces) -> qdrant_local.FolderRouter:
+    assert isinstance(spaces.client, qdrant_local.FolderClient)
+    return spaces.client.router
+
+
+async def test_reopening_opens_no_viewer_until_one_is_read(tmp_path: Path) -> None:
+    async with await open_spaces(tmp_path) as spaces:
+        await spaces.upsert([memory(str(1000 + i), f"I like colour {i}") for i in range(20)])
+    async with await open_spaces(tmp_path) as spaces:
+        folders = router(spaces)
+        assert folders.open_names() == [spaces_module.manifest_collection(spaces.prefix)]
+        hits = await spaces.search(identity.personal_key("1007"), "colour 7", limit=1)
+        assert [h.record.text for h in hits] == ["I like colour 7"]
+        assert spaces.collection(identity.personal_key("1007")) in folders.open_names()
+        assert not any(
+            spaces.collection(identity.personal_key(str(1000 + i))) in folders.open_names()
+            for i in range(20)
+            if i != 7
+        )
+        assert await spaces.count(identity.personal_key("999")) == 0  # unknown: nothing opened
+        assert folders.opened == 2
+
+
+async def test_a_new_space_writes_a_metadata_file_of_its_own(tmp_path: Path) -> None:
+    async with await open_spaces(tmp_path) as spaces:
+        await spaces.upsert([memory(str(1000 + i), "hello there") for i in range(30)])
+        await spaces.upsert([memory("5000", "I am new here")])
+        folder = router(spaces).folders / spaces.collection(identity.personal_key("5000"))
+        meta = json.loads((folder / "meta.json").read_text())
+        assert list(meta["collections"]) == [spaces.collection(identity.personal_key("5000"))]
+
+
+async def test_least_recently_used_folders_close_and_reopen(tmp_path: Path) -> None:
+    async with await open_spaces(tmp_path, max_open=2) as spaces:
+        users = [str(2000 + i) for i in range(5)]
+        for user in users:
+            await spaces.upsert([memory(user, f"my number is {user}")])
+        assert len(router(spaces).open_names()) <= 2
+        for user in users:
+            [hit] = await spaces.search(identity.personal_key(user), user, limit=1)
+            assert hit.record.user_id == user
+        assert len(router(spaces).open_names()) <= 2
+        assert await spaces.drop(identity.personal_key(users[0])) == 1
+        assert await spaces.count(identity.personal_key(users[0])) == 0
+        assert await spaces.count(identity.personal_key(users[1])) == 1
+
+
+async def test_a_single_folder_root_is_split_into_folders(tmp_path: Path) -> None:
+    root = tmp_path / "data" / "qdrant"
+    legacy = AsyncQdrantClient(path=str(root))
+    for name in ("alpha", "beta"):
+        await legacy.create_collection(
+            name, vectors_config=qm.VectorParams(size=2, distance=qm.Distance.COSINE)
+        )
+        await legacy.upsert(name, points=[qm.PointStruct(id=1, vector=[1.0, 0.0], payload={})])
+    await legacy.close()
+    client = qdrant_local.FolderClient(root)
+    try:
+        assert client.router.collection_names() == ["alpha", "beta"]
+        assert (await client.count("beta")).count == 1
+        assert not (root / "meta.json").exists()
+    finally:
+        await client.close()
+
+
+async def test_one_process_at_a_time(tmp_path: Path) -> None:
+    client = qdrant_local.FolderClient(tmp_path / "q")
+    try:
+        with pytest.raises(errors.StoreUnavailable, match="in use by another process"):
+            qdrant_local.FolderClient(tmp_path / "q")
+    finally:
+        await client.close()
+    await qdrant_local.FolderClient(tmp_path / "q").close()  # released on close
+
+
+async def test_lookups_by_memory_id_open_only_the_spaces_named(tmp_path: Path) -> None:
+    records_ = [memory(str(3000 + i), f"fact number {i}") for i in range(10)]
+    async with await open_spaces(tmp_path) as spaces:
+        await spaces.upsert(records_)
+    target = records_[4]
+    async with await open_spaces(tmp_path) as spaces:
+        found = await spaces.find(target.id, spaces=[target.space])
+        assert found is not None and found.text == "fact number 4"
+        assert router(spaces).opened == 2  # the manifest and that viewer
+        assert await spaces.delete_turn("turn-3004", spaces=[target.space]) == 1
+        assert router(spaces).opened == 2
+        assert await spaces.find(target.id) is None  # no hint: every space is looked at
+        assert await spaces.find(records_[5].id) is not None
+
+
+async def test_a_collection_in_both_layouts_is_refused_not_overwritten(tmp_path: Path) -> None:
+    root = tmp_path / "q"
+    await qdrant_local.FolderClient(root).close()
+    for path in (root, root / "spaces" / "alpha"):  # an older version wrote alpha again
+        legacy = AsyncQdrantClient(path=str(path))
+        await legacy.create_collection(
+            "alpha", vectors_config=qm.VectorParams(size=2, distance=qm.Distance.COSINE)
+        )
+        await legacy.close()
+    with pytest.raises(errors.StoreUnavailable, match="alpha twice"):
+        qdrant_local.FolderClient(root)
+    assert (root / "meta.json").exists()  # nothing moved
