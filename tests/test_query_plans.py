@@ -73,6 +73,7 @@ HOT: dict[str, tuple[Any, ...]] = {
         "message",
         None,
         None,
+        [],
     ),
     "transcript_upsert_viewer": ("u1", "viewer1", None, LATER),
     "transcript_insert_turn": ("new-turn", "s1", ["m1"]),
