@@ -1,7 +1,8 @@
 """The memory dashboard (``python -m bot web``), signed in with the fake Twitch's OAuth flow.
 
 The browser test drives Debian's Chromium through Playwright: a moderator signs in, finds a viewer,
-forgets a memory, and the memory is then gone from recall. It saves a screenshot of each page (into
+forgets a memory, and the memory is then gone from recall; then makes the bot quiet in a stream and
+edits the lore (a diff of the entries, then confirm). It saves a screenshot of each page (into
 ``docs/dashboard/`` with ``LIVEMEMORY_SCREENSHOTS=docs/dashboard``). The HTTP tests check the guard: no session, a stranger, a form without its
 CSRF token.
 """
@@ -19,7 +20,7 @@ import httpx
 import pytest
 
 from bot.web import serve
-from memory import runtime
+from memory import reply, runtime
 from tests import dashboard_helpers
 from tests import test_admin as admin_tests
 from tests.fakes import twitch as fake_twitch
@@ -68,11 +69,20 @@ def port() -> int:
 
 
 @pytest.fixture
+def lore_dir(tmp_path: Path) -> Path:
+    """A copy of the project's lore folder: the dashboard edits it."""
+    copy = tmp_path / "lore"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "config" / "lore", copy)
+    return copy
+
+
+@pytest.fixture
 def settings(
-    make_settings: SettingsFactory, twitch: twitch_oauth.FakeTwitchOAuth, port: int
+    make_settings: SettingsFactory, twitch: twitch_oauth.FakeTwitchOAuth, port: int, lore_dir: Path
 ) -> settings_module.Settings:
     return make_settings(
         bot_name="mnemo",
+        lore_dir=lore_dir,
         twitch={
             "client_id": fake_twitch.CLIENT_ID,
             "client_secret": fake_twitch.CLIENT_SECRET,
@@ -168,7 +178,10 @@ def screenshots(tmp_path: Path) -> Path:
 
 
 async def test_a_moderator_forgets_a_memory_in_a_real_browser(
-    dashboard: tuple[str, runtime.Services], db: postgres.Database, screenshots: Path
+    dashboard: tuple[str, runtime.Services],
+    db: postgres.Database,
+    screenshots: Path,
+    settings: settings_module.Settings,
 ) -> None:
     _need_chromium()
     from playwright.async_api import async_playwright
@@ -206,15 +219,48 @@ async def test_a_moderator_forgets_a_memory_in_a_real_browser(
             assert await page.get_by_text("the memory was forgot").count() == 1
             assert await memories.get_by_text("my cat is called Miso").count() == 0
             assert await memories.get_by_text("I work as a graphic designer").count() == 2
-            for name in ("lore", "turns", "jobs", "streams"):
+            for name in ("turns", "jobs"):
                 await page.goto(f"{base}/{name}")
                 assert await page.title() == f"{name} · livememory"
                 await shot(name)
+
+            await page.goto(f"{base}/streams")
+            s1 = page.get_by_role("row").filter(has_text="s1")
+            await s1.get_by_role("button", name="make quiet").click()
+            await page.wait_for_url(f"{base}/streams")
+            assert await s1.get_by_role("button", name="let it speak").count() == 1
+            await shot("streams")
+            assert await reply.ReplyState(services.db).is_quiet("s1")
+
+            await page.goto(f"{base}/lore")  # nothing loaded yet: load the files first
+            await page.get_by_role("button", name="Replace the lore with these files").click()
+            await page.wait_for_url(re.compile(r".*/lore\?loaded=\d+$"))
+            await shot("lore")
+            mascot = page.get_by_label("lore file mascot.yaml")
+            text = await mascot.input_value()
+            await mascot.fill(text.replace("a round orange pigeon", "a round grey pigeon"))
+            await page.get_by_role("button", name="Preview changes").click()
+            await page.wait_for_url(f"{base}/lore/preview")
+            diff = page.locator("#diff")
+            assert await diff.get_by_text("~ replaced: Biscotto").count() == 1
+            assert await diff.get_by_text("a round grey pigeon").count() == 1
+            await shot("lore_preview")
+            await page.get_by_role("button", name="Replace the lore").click()
+            await page.wait_for_url(re.compile(r".*/lore\?loaded=\d+$"))
+            assert await page.get_by_text("a round grey pigeon").count() >= 1
         finally:
             await browser.close()
 
     hits = await services.operations.search_own("1001", "what is my cat called Miso")
     assert "my cat is called Miso" not in [h.record.text for h in hits]
     assert "I work as a graphic designer" in [h.record.text for h in hits]
-    audit: list[Any] = await db.pool.fetch("SELECT actor, action FROM memory_audit")
-    assert [tuple(r) for r in audit] == [("web:modmia", "forget_memory")]
+    audit: list[Any] = await db.pool.fetch("SELECT actor, action FROM memory_audit ORDER BY id")
+    assert [tuple(r) for r in audit] == [
+        ("web:modmia", "forget_memory"),
+        ("web:modmia", "quiet"),
+        ("web:modmia", "lore_load"),
+        ("web:modmia", "lore_load"),
+    ]
+    lore_hits = await services.spaces.search("lore", "Biscotto pigeon", limit=1)
+    assert "a round grey pigeon" in lore_hits[0].record.text
+    assert "a round grey pigeon" in (settings.lore_dir / "mascot.yaml").read_text()

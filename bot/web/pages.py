@@ -1,5 +1,6 @@
 """The dashboard's pages: viewers, one viewer (forget / correct), lore (reload with its diff),
-recent turns, the job queue (retry), streams (pause / resume).
+recent turns, the job queue (retry), streams (pause / resume, quiet / unquiet). Editing the lore in
+the browser: ``bot.web.lore_edit``.
 
 Every change goes through the same operations as ``python -m memory.admin`` (audit row with
 ``web:<login>``, tombstones, cache invalidation) and is a POST carrying the session's CSRF token,
@@ -14,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from starlette import responses
 from starlette.exceptions import HTTPException
 
-from memory import errors, identity, sql
+from memory import errors, identity, reply, sql
 from memory.adapters import postgres
 from memory.consolidate import queue_status
-from memory.ops import admin_channel, admin_memory
+from memory.ops import admin_channel, admin_memory, chat_operations
 from memory.spaces import lore
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ async def lore_page(request: Request) -> responses.Response:
         diff=diff,
         changes=len(diff["added"]) + len(diff["removed"]) + len(diff["changed"]),
         directory=directory,
+        files=lore.files(directory),
         loaded=request.query_params.get("loaded"),
     )
 
@@ -135,17 +137,23 @@ async def jobs(request: Request) -> responses.Response:
 
 
 async def streams(request: Request) -> responses.Response:
+    """Streams; POST ``pause``/``resume`` (memory writing) or ``quiet``/``unquiet`` (the bot's
+    replies: the Postgres switch of chat's ``!quiet``), audited with the moderator's name."""
     site = _site(request)
     ops = site.services.operations
     if request.method == "POST":
         await site.checked_form(request)
         stream, action = request.path_params["stream"], request.path_params["action"]
-        if action not in ("pause", "resume"):
-            raise HTTPException(404)
         actor = site.user(request).actor
-        await (
-            ops.pause(stream, actor=actor) if action == "pause" else ops.resume(stream, actor=actor)
-        )
+        if action == "pause":
+            await ops.pause(stream, actor=actor)
+        elif action == "resume":
+            await ops.resume(stream, actor=actor)
+        elif action in ("quiet", "unquiet"):
+            switch = reply.ReplyState(site.services.db)
+            await chat_operations.set_quiet(ops, switch, stream, action == "quiet", actor=actor)
+        else:
+            raise HTTPException(404)
         return responses.RedirectResponse("/streams", status_code=303)
     rows = await admin_channel.list_streams(site.services.db, 100)
     return site.render(request, "streams.html", streams=rows)

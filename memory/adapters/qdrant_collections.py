@@ -113,12 +113,31 @@ class Collections:
             try:
                 with wrap_errors("open"):
                     await self.ensure(name, space=None, create=True, vector_size=1)
+                    await self.check_no_staging()
                 return
             except errors.StoreUnavailable:
                 if attempt == attempts:
                     raise
                 logger.warning("Qdrant not reachable, %d attempt(s) left", attempts - attempt)
                 await asyncio.sleep(settings.qdrant.connect_retry_seconds)
+
+    async def check_no_staging(self) -> None:
+        """Refuse to open while a ``memory.admin reembed`` is unfinished: the memories of a space
+        being swapped may sit in its staging collection only."""
+        listed = await self.client.get_collections()
+        staging = sorted(
+            c.name
+            for c in listed.collections
+            if c.name.startswith(f"{self.prefix}_") and spaces_module.is_staging(c.name)
+        )
+        if staging:
+            raise errors.EmbedderMismatch(
+                f"a re-embedding did not finish ({len(staging)} collection(s) half-way, e.g. "
+                f"{staging[0]}): run `{spaces_module.REEMBED_COMMAND}` again to finish it "
+                "(it continues where it stopped)",
+                recorded=None,
+                configured=self.embedder.name,
+            )
 
     async def ensure(
         self, name: str, *, space: str | None, create: bool, vector_size: int | None = None
@@ -139,17 +158,23 @@ class Collections:
             self.known[name] = dict(recorded or {})
             if space is not None and not self.hybrid(name):
                 logger.warning(
-                    "Qdrant collection %s predates hybrid search: dense search only there. Start "
-                    "over with a fresh LIVEMEMORY_DATA_DIR (or another "
-                    "LIVEMEMORY_QDRANT__COLLECTION_PREFIX) and re-consolidate to index it for "
-                    "lexical recall too",
+                    "Qdrant collection %s predates hybrid search: dense search only there. "
+                    "Run `%s` (bot and worker stopped) to index it for lexical recall too",
                     name,
+                    spaces_module.REEMBED_COMMAND,
                     extra={"action": "collection_dense_only"},
                 )
         return True
 
-    async def _create(self, name: str, space: str | None, size: int) -> None:
-        extra: dict[str, Any] = {"layout": self.layout}
+    async def create_memory(self, name: str, *, space: str, more: dict[str, Any]) -> None:
+        """Create memory collection ``name`` in the current schema (configured embedder, hybrid
+        vectors), recording ``more`` in its metadata too (``memory.admin reembed``)."""
+        await self._create(name, space, self.embedder.dim, more=more)
+
+    async def _create(
+        self, name: str, space: str | None, size: int, *, more: dict[str, Any] | None = None
+    ) -> None:
+        extra: dict[str, Any] = {"layout": self.layout, **(more or {})}
         if space is not None and not self.shared:
             extra["space"] = space
         dense = qm.VectorParams(size=size, distance=qm.Distance.COSINE)
@@ -204,8 +229,10 @@ class Collections:
             start = f"{self.prefix}_shared_" if self.shared else f"{self.prefix}_"
             result = []
             for name in names:
-                if not name.startswith(start) or name == spaces_module.manifest_collection(
-                    self.prefix
+                if (
+                    not name.startswith(start)
+                    or name == spaces_module.manifest_collection(self.prefix)
+                    or spaces_module.is_staging(name)
                 ):
                     continue
                 if not self.shared and name.startswith(f"{self.prefix}_shared_"):

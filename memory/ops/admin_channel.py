@@ -47,6 +47,7 @@ async def listing(
         lines = [
             f"{r['id']:<32} messages {r['messages']:<6} turns {r['turns']:<5}"
             + (" paused" if r["paused"] else "")
+            + (" quiet" if r["quiet"] else "")
             for r in rows
         ]
     io.result(rows, "\n".join(lines) if lines else f"no {args.what}")

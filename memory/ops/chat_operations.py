@@ -140,9 +140,22 @@ class OperationsCommands:
     async def quiet(self, actor: str, stream: str, quiet: bool) -> bool:
         if self.quiet_switch is None:
             raise errors.StoreUnavailable("the quiet switch is not wired here")
-        changed = await self.quiet_switch.set_quiet(stream, quiet, actor=actor)
-        await self.ops.audit(actor, "quiet" if quiet else "unquiet", stream, {"changed": changed})
-        return changed
+        return await set_quiet(self.ops, self.quiet_switch, stream, quiet, actor=actor)
+
+
+async def set_quiet(
+    ops: operations.Operations,
+    switch: reply.ReplyState,
+    stream: str,
+    quiet: bool,
+    *,
+    actor: str,
+) -> bool:
+    """Turn the quiet switch of ``stream``'s channel on or off, audited (``!quiet``/``!unquiet``,
+    the dashboard); False when it already was."""
+    changed = await switch.set_quiet(stream, quiet, actor=actor)
+    await ops.audit(actor, "quiet" if quiet else "unquiet", stream, {"changed": changed})
+    return changed
 
 
 def build(

@@ -26,6 +26,7 @@ from memory import errors, identity
 from memory.spaces import records
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from memory import ports
@@ -103,21 +104,38 @@ def parse_yaml(text: str, source: str) -> list[Entry]:
     return entries
 
 
-def read(directory: Path) -> list[Entry]:
-    """Every entry of the lore folder, files in name order."""
+#: the file suffixes lore is read from
+SUFFIXES = (".md", ".yaml", ".yml")
+
+
+def files(directory: Path) -> dict[str, str]:
+    """The lore files of ``directory``: relative path → text, in path order."""
     if not directory.is_dir():
         raise errors.ConfigurationError(f"lore folder {directory} does not exist")
+    return {
+        path.relative_to(directory).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(directory.rglob("*"))
+        if path.suffix in SUFFIXES and path.is_file()
+    }
+
+
+def parse_files(texts: Mapping[str, str]) -> list[Entry]:
+    """The entries of lore files given as relative path → text (``files``), in that order."""
     entries: list[Entry] = []
-    for path in sorted(directory.rglob("*")):
-        source = path.relative_to(directory).as_posix()
+    for source, text in texts.items():
         try:
-            if path.suffix == ".md":
-                entries.extend(parse_markdown(path.read_text(encoding="utf-8"), source))
-            elif path.suffix in {".yaml", ".yml"}:
-                entries.extend(parse_yaml(path.read_text(encoding="utf-8"), source))
+            if source.endswith(".md"):
+                entries.extend(parse_markdown(text, source))
+            elif source.endswith((".yaml", ".yml")):
+                entries.extend(parse_yaml(text, source))
         except yaml.YAMLError as exc:
             raise errors.ConfigurationError(f"{source}: invalid YAML: {exc}") from exc
     return entries
+
+
+def read(directory: Path) -> list[Entry]:
+    """Every entry of the lore folder, files in name order."""
+    return parse_files(files(directory))
 
 
 def entities(directory: Path) -> list[str]:

@@ -57,6 +57,10 @@ TENANT_KEY = "tenant"
 CORRECTED_BY_KEY = "corrected_by"
 #: version of the payload / metadata shape
 SCHEMA = 1
+#: suffix of the collections ``memory.admin reembed`` builds before swapping them in
+STAGING_SUFFIX = "__reembed"
+#: the command that brings every collection to the configured embedder and the current schema
+REEMBED_COMMAND = "python -m memory.admin reembed --all"
 
 _CLEAN = re.compile(r"[a-z0-9-]{1,64}")
 _DATETIME_FIELDS = ("first_ts", "last_ts", "created_at")
@@ -115,6 +119,19 @@ def shared_collection(prefix: str, space: str) -> str:
 
 def manifest_collection(prefix: str) -> str:
     return f"{prefix}_manifest"
+
+
+def staging_collection(name: str) -> str:
+    """Where ``memory.admin reembed`` rebuilds collection ``name`` before swapping it in.
+
+    ``safe_part`` never ends a name with ``__reembed`` (clean parts have no ``_``, hashed ones end
+    in hex digits), so a staging name never names a space.
+    """
+    return f"{name}{STAGING_SUFFIX}"
+
+
+def is_staging(name: str) -> bool:
+    return name.endswith(STAGING_SUFFIX)
 
 
 # -- payload -----------------------------------------------------------------------------------
@@ -182,9 +199,9 @@ def check_embedder(
     raise errors.EmbedderMismatch(
         f"Qdrant collection {where} holds vectors made by {made_by}, but the configured embedder "
         f"is {embedder.name} (dim {embedder.dim}); vectors of different embedders never mix. "
-        f"Set LIVEMEMORY_MEMORY__EMBEDDER (and LIVEMEMORY_OLLAMA__EMBED_MODEL) back to the "
-        f"embedder that made them, or start over with a fresh LIVEMEMORY_DATA_DIR (or another "
-        f"LIVEMEMORY_QDRANT__COLLECTION_PREFIX) and re-consolidate.",
+        f"Re-embed the stored memories with it (stop the bot and the worker first): "
+        f"`{REEMBED_COMMAND}`. Or set LIVEMEMORY_MEMORY__EMBEDDER (and "
+        f"LIVEMEMORY_OLLAMA__EMBED_MODEL) back to the embedder that made them.",
         recorded=name,
         configured=embedder.name,
     )

@@ -8,12 +8,13 @@ ORDER BY v.last_seen DESC, v.user_id
 LIMIT $2;
 
 -- admin_list_streams --
--- description: streams with their message and turn counts and whether memory writing is paused ($1 limit)
+-- description: streams with their message and turn counts, whether memory writing is paused and the channel quiet ($1 limit)
 SELECT s.id, s.channel, s.created_at,
        (SELECT count(*) FROM messages m WHERE m.stream = s.id)::int AS messages,
        (SELECT count(*) FROM turns t WHERE t.stream = s.id)::int AS turns,
        (SELECT max(m.ts) FROM messages m WHERE m.stream = s.id) AS last_message,
-       EXISTS (SELECT 1 FROM memory_paused_streams p WHERE p.stream = s.id) AS paused
+       EXISTS (SELECT 1 FROM memory_paused_streams p WHERE p.stream = s.id) AS paused,
+       EXISTS (SELECT 1 FROM reply_quiet q WHERE q.channel = coalesce(s.channel, s.id)) AS quiet
 FROM streams s
 ORDER BY last_message DESC NULLS LAST, s.id
 LIMIT $1;

@@ -57,6 +57,9 @@ class FakeOllama:
         self.replies: deque[ScriptedReply] = deque()
         #: HTTP statuses to answer the next chat/embed calls with (then normal again)
         self.failures: deque[int] = deque()
+        #: embed calls to answer before failing one (``fail_embed_after``)
+        self._embed_countdown: int | None = None
+        self._embed_failure = 500
         #: seconds to wait before answering a chat call
         self.delay = 0.0
         self.chat_requests: list[dict[str, Any]] = []
@@ -79,6 +82,12 @@ class FakeOllama:
 
     def fail_next(self, status: int = 500, times: int = 1) -> None:
         self.failures.extend([status] * times)
+
+    def fail_embed_after(self, calls: int, status: int = 500) -> None:
+        """Answer the next ``calls`` embed calls, then fail one with ``status`` (Ollama dying
+        part-way through a long job)."""
+        self._embed_countdown = calls
+        self._embed_failure = status
 
     def chat_calls(self, model: str | None = None) -> int:
         return sum(1 for r in self.chat_requests if model is None or r.get("model") == model)
@@ -165,6 +174,11 @@ class FakeOllama:
         self.embed_requests.append(body)
         if error := self._model_error(body.get("model")):
             return error
+        if self._embed_countdown is not None:
+            if self._embed_countdown == 0:
+                self._embed_countdown = None
+                return web.json_response({"error": "scripted failure"}, status=self._embed_failure)
+            self._embed_countdown -= 1
         inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
         return web.json_response(
             {

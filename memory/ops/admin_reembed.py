@@ -1,0 +1,143 @@
+"""``python -m memory.admin reembed``: rebuild memory collections with the configured embedder.
+
+What it rebuilds: by default the collections whose vectors another embedder made, or that predate
+hybrid search (dense-only); ``--force`` rebuilds current ones too (an Ollama model pulled again under
+the same name). It re-embeds the memories as stored — same ids, texts, provenance and corrections —
+rather than re-running the language model over the transcript, which would write different memories
+and lose the moderators' corrections and forgets. How a rebuild is made safe to interrupt and
+resumed: ``memory.adapters.qdrant_reembed``. A progress bar goes to stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from memory import errors, identity
+from memory.adapters import qdrant_reembed
+from memory.ops import admin_io, admin_memory
+from memory.spaces import embedders
+from memory.spaces import store as spaces_module
+
+if TYPE_CHECKING:
+    import argparse
+
+REASONS = {
+    "embedder": "vectors of {made_by}",
+    "dense-only": "dense-only (predates hybrid search)",
+    "forced": "current; --force",
+    "unfinished": "interrupted run: continuing",
+}
+
+
+async def _spaces(services: admin_io.AdminServices, args: argparse.Namespace) -> list[str] | None:
+    if args.all:
+        return None
+    if args.space:
+        spaces_module.space_kind(args.space)  # errors.InvalidMemory for a bad key
+        return [args.space]
+    viewer = await admin_memory.viewer_of(services.ops, args)
+    return [identity.personal_key(viewer.user_id)]
+
+
+def _describe(task: qdrant_reembed.Task) -> str:
+    reason = REASONS[task.reason].format(made_by=task.made_by or "an unknown embedder")
+    if task.swapping:
+        return f"  {task.collection}: {task.memories} memories embedded, swapping in ({reason})"
+    done = f", {task.done} already done" if task.done else ""
+    return f"  {task.collection}: {task.memories} memories{done} ({reason})"
+
+
+async def reembed(
+    services: admin_io.AdminServices, args: argparse.Namespace, io: admin_io.Io
+) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise errors.ConfigurationError("--limit must be at least 1")
+    settings = services.settings
+    spaces = await _spaces(services, args)
+    embedder = await embedders.build_embedder(settings)
+    async with qdrant_reembed.open_reembedder(settings, embedder) as job:
+        tasks = await job.plan(spaces, force=args.force)
+        todo = sum(task.remaining for task in tasks)
+        plan: dict[str, Any] = {
+            "embedder": embedder.name,
+            "dim": embedder.dim,
+            "collections": [task.to_json() for task in tasks],
+            "memories": todo,
+        }
+        if not tasks:
+            pending = [] if args.dry_run else await job.finish()
+            io.result(
+                {**plan, "dry_run": args.dry_run, "embedded": 0, "pending": pending},
+                f"nothing to re-embed: the collections are current ({embedder.name})"
+                + _pending_note(pending),
+            )
+            return admin_io.OK
+        lines = [
+            f"re-embed {len(tasks)} collection(s) with {embedder.name} (dim {embedder.dim}): "
+            f"{todo} memories to embed",
+            *(_describe(task) for task in tasks),
+        ]
+        if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
+            return stop
+        return await _run(services, args, io, job, tasks, plan)
+
+
+async def _run(
+    services: admin_io.AdminServices,
+    args: argparse.Namespace,
+    io: admin_io.Io,
+    job: qdrant_reembed.Reembedder,
+    tasks: list[qdrant_reembed.Task],
+    plan: dict[str, Any],
+) -> int:
+    embedded, rebuilt = 0, []
+    bar = tqdm(
+        total=plan["memories"], unit="memory", desc="re-embedding", file=io.stderr, disable=None
+    )
+
+    def advance(phase: str, count: int) -> None:
+        if phase == "embed":
+            bar.update(count)
+
+    try:
+        for task in tasks:
+            budget = None if args.limit is None else args.limit - embedded
+            count, finished = await job.run(task, on_batch=advance, budget=budget)
+            embedded += count
+            if not finished:
+                break
+            rebuilt.append(task.collection)
+    except errors.MemoryServiceError as exc:
+        bar.close()
+        io.err(f"error: {exc}")
+        io.err(
+            f"stopped after {embedded} memories; nothing is lost: run the same command again to "
+            "continue where it stopped"
+        )
+        return admin_io.REFUSED
+    bar.close()
+    pending = await job.finish()
+    complete = len(rebuilt) == len(tasks)
+    target = "all" if args.all else (args.space or f"viewer {args.viewer or args.user_id}")
+    details = {"embedder": plan["embedder"], "rebuilt": rebuilt, "embedded": embedded}
+    await services.ops.audit(args.actor, "reembed", target, details | {"complete": complete})
+    result = {**plan, "embedded": embedded, "rebuilt": rebuilt, "complete": complete}
+    text = f"re-embedded {embedded} memories: {len(rebuilt)} of {len(tasks)} collection(s) rebuilt"
+    if not complete:
+        text += f" (--limit {args.limit} reached: run the same command again to continue)"
+    io.result({**result, "pending": pending}, text + _pending_note(pending))
+    return admin_io.OK
+
+
+def _pending_note(pending: list[str]) -> str:
+    if not pending:
+        return ""
+    return (
+        f"\n{len(pending)} collection(s) still to re-embed (e.g. {pending[0]}): "
+        f"`{spaces_module.REEMBED_COMMAND}` does them all"
+    )
+
+
+HANDLERS: dict[str, admin_io.Handler] = {"reembed": reembed}
