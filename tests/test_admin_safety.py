@@ -49,6 +49,8 @@ async def test_every_destructive_command_dry_runs_asks_and_takes_yes(
         ("forget", "--viewer", "alice"),
         ("correct", "--memory-id", designer["id"], "--text", "I draw comics"),
         ("lore", "load", str(lore_dir)),
+        ("reembed", "--all", "--force"),
+        ("reembed", "--viewer", "alice", "--force"),
     ]
     for argv in destructive:
         code, out, err = await run(settings, *argv, "--dry-run", "--json")
@@ -140,6 +142,8 @@ async def test_every_subcommand_answers_json(
         ("audit",),
         ("pause", "--stream", "s1"),
         ("resume", "--stream", "s1"),
+        ("reembed", "--all"),
+        ("reembed", "--user-id", "1001", "--force", "--yes"),
     ):
         code, out, err = await run(settings, *argv, "--json")
         assert (code, err) == (0, ""), argv
@@ -285,5 +289,6 @@ def test_admin_help_lists_every_subcommand() -> None:
         "resume",
         "jobs",
         "audit",
+        "reembed",
     ):
         assert name in text
