@@ -254,3 +254,24 @@ async def test_reembed_refuses_bad_targets_with_one_line(
     assert code == 1 and err.startswith("error: invalid memory space key")
     code, _, err = await run_admin(settings, "reembed", "--all", "--limit", "0")
     assert code == 1 and "--limit" in err
+
+
+async def test_the_shared_layout_is_rebuilt_per_kind_collection_tenants_kept(
+    make_settings: SettingsFactory,
+) -> None:
+    settings = make_settings(qdrant={"layout": "shared"})
+    bob = "viewer:1002"
+    mine = [record(ALICE, "I live in Rome"), record(ALICE, "my dog is called Rex")]
+    theirs = [record(bob, "I live in Oslo")]
+    async with await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder()) as opened:
+        await opened.upsert([*mine, *theirs])
+    smaller = embedders.OfflineHashEmbedder(dim=NEW_DIM)
+    async with qdrant_reembed.open_reembedder(settings, smaller) as job:
+        [task] = await job.plan([bob])  # a viewer's space: its kind's whole collection
+        assert (task.collection, task.memories, task.reason) == ("lm_shared_viewer", 3, "embedder")
+        assert (await job.run(task))[1]
+        assert await job.finish() == []
+    async with await qdrant.open_spaces(settings, smaller) as opened:
+        assert {r.id for r in await opened.list(ALICE)} == {r.id for r in mine}
+        [hit] = await opened.search(bob, "where do you live", limit=5)
+    assert hit.record.text == "I live in Oslo"
