@@ -36,6 +36,9 @@ class PostgresSettings(_Section):
 class RedisSettings(_Section):
     key_prefix: str = "livememory:"
     connect_attempts: int = Field(5, ge=1)
+    #: a stream's working history in Redis expires this long after its last message (0: never);
+    #: the transcript rebuilds it when the stream is served again
+    history_ttl_seconds: int = Field(7 * 24 * 3600, ge=0)
 
 
 class QdrantSettings(_Section):
@@ -210,6 +213,16 @@ class RedactionSettings(_Section):
     moderator_summary: Literal["ids", "full"] = "ids"
 
 
+class RetentionSettings(_Section):
+    """How long texts are kept (``memory/ops/retention.py``, docs/privacy.md). Off by default."""
+
+    #: personal memories, episodic memories, profile facts and message texts older than this many
+    #: days (chat time) are purged by a scheduled job; unset: kept until forgotten
+    max_age_days: float | None = Field(None, gt=0)
+    #: seconds between two runs of the retention job
+    interval_seconds: float = Field(3600.0, ge=60)
+
+
 class TwitchSettings(_Section):
     client_id: str | None = None
     client_secret: SecretStr | None = None
@@ -315,6 +328,7 @@ class Settings(BaseSettings):
     twitch: TwitchSettings = TwitchSettings()
     reply: ReplySettings = ReplySettings()
     redaction: RedactionSettings = RedactionSettings()
+    retention: RetentionSettings = RetentionSettings()
     web: WebSettings = WebSettings()
 
     @pydantic.field_validator("database_url", "redis_url", "qdrant_url", mode="before")

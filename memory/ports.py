@@ -176,6 +176,11 @@ class MemorySpaces(Protocol):
 
     async def spaces(self) -> builtins.list[str]: ...
 
+    async def vacuum(self, spaces: Collection[str]) -> int:
+        """Make deleted and replaced memories of ``spaces`` physically gone from storage (forget,
+        retention); returns how many storage files were rewritten."""
+        ...
+
 
 class CommandHandler(Protocol):
     """Answers chat commands (``!forget …``); returns the public reply (or None)."""

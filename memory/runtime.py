@@ -23,7 +23,7 @@ from memory.adapters import postgres, qdrant
 from memory.adapters import redis as redis_adapter
 from memory.consolidate import consolidation, profile, queue_status, worker
 from memory.history import redaction, reducers, transcript, working
-from memory.ops import chat_operations, operations
+from memory.ops import chat_operations, operations, retention
 from memory.recall import cache, directory, retrieval, sources
 from memory.recall import planner as planner_module
 from memory.spaces import embedders, lore
@@ -86,7 +86,12 @@ async def _open_cache_and_history(
     prefix = settings.redis.key_prefix
     return (
         redis_adapter.RedisCache(client, prefix=prefix + "cache:"),
-        redis_adapter.RedisHistory(client, cap=settings.memory.history_cap, prefix=prefix),
+        redis_adapter.RedisHistory(
+            client,
+            cap=settings.memory.history_cap,
+            prefix=prefix,
+            ttl_seconds=settings.redis.history_ttl_seconds,
+        ),
     )
 
 
@@ -165,7 +170,9 @@ async def lifespan(
             state=sources.state_fetcher(db),
             metrics=metrics,
         )
-        ops = operations.Operations(db, memory_spaces, invalidator=retriever, profiles=profiles)
+        ops = operations.Operations(
+            db, memory_spaces, invalidator=retriever, profiles=profiles, history=history
+        )
         consolidator = consolidation.Consolidator(
             db,
             memory_spaces,
@@ -180,6 +187,12 @@ async def lifespan(
                 consolidation.JOB_KIND, consolidation.make_handler(consolidator)
             )
         }
+        if settings.retention.max_age_days is not None:
+            handlers[retention.JOB_KIND] = metrics.operator.instrument(
+                retention.JOB_KIND, retention.make_handler(ops, settings)
+            )
+            if role in ("bot", "worker"):
+                await retention.start(db, settings)
         viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
         redactor = redaction.Redactor(settings.redaction) if settings.redaction.enabled else None
         reply_state = reply_module.ReplyState(db)

@@ -39,8 +39,8 @@ async def postgres_hits(db: postgres.Database, *needles: str) -> list[str]:
 
 
 async def redis_hits(url: str, prefix: str, *needles: str) -> list[str]:
-    """``key: needle`` for keys under ``prefix`` whose value (string, list, hash, set) contains
-    a needle."""
+    """``key: needle`` for keys under ``prefix`` (``""``: every key of the database) whose name or
+    value (string, list, hash, set, sorted set, stream) contains a needle."""
     client = aioredis.Redis.from_url(url)
     hits: list[str] = []
     try:
@@ -52,10 +52,19 @@ async def redis_hits(url: str, prefix: str, *needles: str) -> list[str]:
             elif kind == "list":
                 values = await client.lrange(key, 0, -1)
             elif kind == "hash":
-                values = list((await client.hgetall(key)).values())
-            else:
+                values = [v for pair in (await client.hgetall(key)).items() for v in pair]
+            elif kind == "set":
                 values = list(await client.smembers(key))
-            text = " ".join(_text(v or b"") for v in values)
+            elif kind == "zset":
+                values = list(await client.zrange(key, 0, -1))
+            elif kind == "stream":
+                entries = await client.xrange(key) or []
+                values = [
+                    v for _, fields in entries for pair in (fields or {}).items() for v in pair
+                ]
+            else:
+                values = [await client.dump(key)]  # another type: its serialized bytes
+            text = " ".join(_text(v or b"") for v in [key, *values])
             hits += [f"{_text(key)}: {needle}" for needle in needles if needle in text]
     finally:
         await client.aclose()

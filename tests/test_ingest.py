@@ -92,3 +92,23 @@ async def test_a_full_spool_refuses_loudly_and_counts(
     await asyncio.wait_for(box.drained.wait(), 10)
     assert accepted == ["m0", "m1", "m2"]
     await box.aclose()
+
+
+def test_a_drained_spool_keeps_no_byte_of_what_it_held(tmp_path: Path) -> None:
+    """Issue 10: once delivered, a spooled text is gone from the file and its write-ahead log
+    (a forget later erases it from the transcript; the spool must not keep a copy)."""
+    path = tmp_path / "spool.sqlite"
+    spool = spool_module.SqliteSpool(path, capacity=10)
+    try:
+        assert spool.put("alice: my word is zqspooled1234")
+        assert spool.put("bob: hello")
+        files = [p for p in tmp_path.iterdir() if p.name.startswith("spool.sqlite")]
+        assert any(b"zqspooled1234" in p.read_bytes() for p in files)
+        first, second = spool.head(2)
+        spool.remove([first.seq])
+        spool.remove([second.seq])
+        assert len(spool) == 0
+        files = [p for p in tmp_path.iterdir() if p.name.startswith("spool.sqlite")]
+        assert not any(b"zqspooled1234" in p.read_bytes() for p in files)
+    finally:
+        spool.close()

@@ -248,9 +248,25 @@ async def test_pause_and_resume_gate_memory_writing(memory: Memory) -> None:
     assert [r["action"] for r in reversed(await memory.audit())] == ["pause", "pause", "resume"]
 
 
-async def test_export_holds_memories_profile_and_episodes(memory: Memory) -> None:
+async def test_export_holds_memories_profile_episodes_and_state(memory: Memory) -> None:
+    await memory.db.pool.execute(
+        "INSERT INTO state_notes (channel, user_id, text, created_at) VALUES"
+        " ('s1', '1001', 'alice runs the quiz', now()), ('s1', '1002', 'bob is away', now());"
+        " INSERT INTO state_relationships (channel, user_a, user_b, kind, created_at, updated_at)"
+        " VALUES ('s1', '1001', '1002', 'siblings', now(), now());"
+        " INSERT INTO state_requests (channel, user_id, text, created_at, updated_at)"
+        " VALUES ('s1', '1002', 'play doom', now(), now());"
+        " INSERT INTO state_inside_jokes (channel, text, text_key, user_ids, first_at, updated_at)"
+        " VALUES ('s1', 'the cursed cat', 'cursed cat', '{1001,1002}', now(), now())"
+    )
     viewer = await memory.ops.resolve_viewer("@Alice")
     data = await memory.ops.export(viewer)
+
+    state = data["state"]  # the channel-state rows about her (issue 10), not bob's own
+    assert [n["text"] for n in state["notes"]] == ["alice runs the quiz"]
+    assert [r["kind"] for r in state["relationships"]] == ["siblings"]
+    assert state["requests"] == []
+    assert [j["text"] for j in state["inside_jokes"]] == ["the cursed cat"]
 
     assert data["viewer"] == {"user_id": "1001", "login": "alice", "display_name": None}
     assert [m["text"] for m in data["memories"]] == [

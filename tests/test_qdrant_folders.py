@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from datetime import UTC, datetime
@@ -142,3 +143,30 @@ async def test_a_collection_in_both_layouts_is_refused_not_overwritten(tmp_path:
     with pytest.raises(errors.StoreUnavailable, match="alpha twice"):
         qdrant_local.FolderClient(root)
     assert (root / "meta.json").exists()  # nothing moved
+
+
+async def test_vacuum_leaves_no_byte_of_a_deleted_point(tmp_path: Path) -> None:
+    """Issue 10: qdrant-client's local mode deletes with SQL ``DELETE``; SQLite builds without
+    ``SECURE_DELETE`` (this machine's Debian build has it, others do not) keep the bytes in free
+    pages. The storage is put in that mode here, so only ``vacuum`` can remove them."""
+    space = identity.personal_key("1001")
+    gone = "zqdeletedpoint42"
+    async with await open_spaces(tmp_path) as spaces:
+        doomed, kept = memory("1001", f"my word is {gone}"), memory("1001", "I said hello")
+        name = spaces.collection(space)
+        await spaces.upsert([doomed, kept])
+        storage = router(spaces)._open[name].collections[name].storage
+        assert storage is not None
+        storage.storage.execute("PRAGMA secure_delete=OFF")
+        await spaces.delete(space, [doomed.id])
+        files = sorted((tmp_path / "data" / "qdrant").rglob(qdrant_local.STORAGE))
+        assert any(gone.encode() in path.read_bytes() for path in files)  # still on disk
+
+        assert await spaces.vacuum([space, identity.episodic_key("never")]) == 1
+        assert not any(gone.encode() in path.read_bytes() for path in files)
+        # the open client goes on reading and writing the vacuumed file
+        assert [r.text for r in await spaces.list(space)] == ["I said hello"]
+        await spaces.upsert([dataclasses.replace(kept, text="I said nothing")])
+        await spaces.upsert([memory("1001", "I like tea")])
+    async with await open_spaces(tmp_path) as spaces:
+        assert sorted(r.text for r in await spaces.list(space)) == ["I like tea", "I said nothing"]

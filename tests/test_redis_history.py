@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from memory import models
+    from tests.conftest import SettingsFactory
 
 CAP = 5
 
@@ -71,3 +72,35 @@ async def test_a_reader_far_behind_or_a_replaced_list_reloads_whole(
     assert await b.recent("s1") == []
     await a.append("s1", [item(30)])
     assert ids(await b.recent("s1")) == ["m30"]
+
+
+async def test_history_keys_carry_the_configured_ttl(client: aioredis.Redis, prefix: str) -> None:
+    """Issue 10: a stream's list and its sequence number expire together after the last write."""
+    history = redis_adapter.RedisHistory(client, cap=CAP, prefix=prefix, ttl_seconds=600)
+    await history.append("s1", [item(1)])
+    keys = [f"{prefix}history:s1", f"{prefix}history:seq:s1"]
+    for key in keys:
+        assert 590 <= await client.ttl(key) <= 600, key
+    await client.expire(keys[0], 5)  # a later write renews the expiry
+    await history.replace("s1", [item(2)])
+    for key in keys:
+        assert 590 <= await client.ttl(key) <= 600, key
+    # both gone (as when they expire): a reader with an old copy reloads, nothing stale is served
+    await client.delete(*keys)
+    await history.append("s1", [item(3)])
+    assert ids(await history.recent("s1")) == ["m3"]
+    never = redis_adapter.RedisHistory(client, cap=CAP, prefix=prefix + "x:")
+    await never.append("s1", [item(1)])
+    assert await client.ttl(f"{prefix}x:history:s1") == -1  # 0: no expiry
+
+
+async def test_the_runtime_gives_the_history_the_settings_ttl(
+    make_settings: SettingsFactory, redis_url: str, prefix: str, client: aioredis.Redis
+) -> None:
+    from memory import runtime
+
+    settings = make_settings(redis_url=redis_url, redis={"key_prefix": prefix})
+    assert settings.redis.history_ttl_seconds == 7 * 24 * 3600  # the documented default
+    async with runtime.lifespan(settings, role="admin", no_llm=True) as services:
+        await services.history.append("s1", [item(1)])
+    assert 7 * 24 * 3600 - 10 <= await client.ttl(f"{prefix}history:s1") <= 7 * 24 * 3600

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from memory.adapters import qdrant_collections, qdrant_hybrid
+from memory.adapters import qdrant_collections, qdrant_hybrid, qdrant_local
 from memory.spaces import lexical
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
@@ -212,6 +212,17 @@ class QdrantSpaces:
                     name, points_selector=_selector(_scope(space, True)), wait=True
                 )
         return held
+
+    async def vacuum(self, spaces: Collection[str]) -> int:
+        """Embedded Qdrant keeps the bytes of deleted and replaced points in the free pages of each
+        collection's SQLite file: rewrite those files (``qdrant_local.FolderRouter.vacuum``). A
+        Qdrant server drops them when it optimizes its segments (its vacuum thresholds)."""
+        router = getattr(self.client, "router", None)
+        if not isinstance(router, qdrant_local.FolderRouter):
+            return 0
+        names = dict.fromkeys(self.collection(space) for space in spaces)
+        with qdrant_collections.wrap_errors("vacuum"):
+            return sum([await router.vacuum(name) for name in names])
 
     async def _where(self, spaces: Collection[str] | None) -> builtins.list[str]:
         """The existing collections that hold ``spaces`` (None: every memory collection)."""

@@ -24,11 +24,12 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest_models
-from qdrant_client.local import async_qdrant_local
+from qdrant_client.local import async_qdrant_local, persistence
 
 from memory import errors
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 META = async_qdrant_local.META_INFO_FILENAME
+STORAGE = persistence.STORAGE_FILE_NAME
 SPACES = "spaces"
 DEFAULT_MAX_OPEN = 128
 
@@ -100,6 +102,29 @@ class FolderRouter:
             await local.close()
         shutil.rmtree(self._folder(collection_name), ignore_errors=True)
         return True
+
+    async def vacuum(self, collection_name: str) -> int:
+        """Rewrite the SQLite storage of a collection without its free pages; returns how many
+        files. qdrant-client's local mode deletes and replaces points with ``DELETE`` / ``INSERT OR
+        REPLACE``, which leave the old bytes (a forgotten text) in free pages; ``VACUUM`` rebuilds
+        the file from the live rows only. Runs beside the open client (it holds no lock between
+        calls); a missing collection has nothing to vacuum."""
+        folder = self._folder(collection_name)
+        if not folder.is_dir():
+            return 0
+        files = sorted(folder.rglob(STORAGE))
+        for path in files:
+            try:
+                storage = sqlite3.connect(path)
+                try:
+                    storage.execute("VACUUM")
+                finally:
+                    storage.close()
+            except sqlite3.Error as exc:
+                raise errors.StoreUnavailable(
+                    f"embedded Qdrant: cannot vacuum {path}: {exc}"
+                ) from exc
+        return len(files)
 
     async def close(self, **kwargs: Any) -> None:
         while self._open:

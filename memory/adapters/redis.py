@@ -125,9 +125,19 @@ class RedisHistory:
     newer than its copy: reading the history each turn costs the new items, not the whole list.
     """
 
-    def __init__(self, client: aioredis.Redis, *, cap: int, prefix: str = "livememory:") -> None:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        cap: int,
+        prefix: str = "livememory:",
+        ttl_seconds: int = 0,
+    ) -> None:
         self._client = client
         self.cap = cap
+        #: a stream's list (and its sequence number) expires this long after its last write
+        #: (0: never); the transcript rebuilds it when the stream is served again
+        self.ttl_seconds = ttl_seconds
         self._prefix = prefix + "history:"
         self._since = client.register_script(_SINCE)
         self._mirrors: dict[str, _Mirror] = {}
@@ -147,7 +157,8 @@ class RedisHistory:
                 pipe.rpush(key, *[json.dumps(item.to_json()) for item in items])
                 pipe.ltrim(key, -self.cap, -1)
                 pipe.incrby(self._seq_key(stream), len(items))
-                *_, seq = await pipe.execute()
+                self._expire(pipe, stream)
+                _, _, seq, *_ = await pipe.execute()
         mirror = self._mirrors.get(stream)
         if mirror is not None and mirror.seq == int(seq) - len(items):  # nobody wrote in between
             self._extend(mirror, items, int(seq))
@@ -186,7 +197,14 @@ class RedisHistory:
                 if items:
                     pipe.rpush(key, *[json.dumps(item.to_json()) for item in items[-self.cap :]])
                 pipe.incrby(self._seq_key(stream), self.cap + 1)  # every reader reloads
+                self._expire(pipe, stream)
                 await pipe.execute()
+
+    def _expire(self, pipe: Any, stream: str) -> None:
+        """Both keys expire together: a reader then finds a lower sequence number and reloads."""
+        if self.ttl_seconds > 0:
+            pipe.expire(self._key(stream), self.ttl_seconds)
+            pipe.expire(self._seq_key(stream), self.ttl_seconds)
 
     async def length(self, stream: str) -> int:
         with RedisCache._wrap():

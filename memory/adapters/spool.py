@@ -59,6 +59,8 @@ class SqliteSpool:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            # a removed entry's text is overwritten, not left in a free page (forget, issue 10)
+            self._db.execute("PRAGMA secure_delete=ON")
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:
             raise errors.StoreUnavailable(f"ingest spool {path} cannot be opened: {exc}") from exc
@@ -94,6 +96,8 @@ class SqliteSpool:
         with self._wrap("remove"):
             self._db.executemany("DELETE FROM spool WHERE seq = ?", [(s,) for s in seqs])
             self._size = int(self._db.execute("SELECT count(*) FROM spool").fetchone()[0])
+            if not self._size:  # drained: the write-ahead log's copies of the texts go too
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def oldest_age(self, now: float | None = None) -> float:
         """Seconds the oldest entry has waited (0 when empty)."""

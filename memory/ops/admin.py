@@ -79,27 +79,41 @@ async def open_services(
         memory_spaces = await qdrant.open_spaces(settings, embedder)
         stack.push_async_callback(memory_spaces.close)
         profiles = profile_module.ProfileStore(db)
-        invalidator = await _invalidator(settings, stack, memory_spaces, profiles)
-        ops = operations.Operations(db, memory_spaces, invalidator=invalidator, profiles=profiles)
+        invalidator, history = await _shared(settings, stack, memory_spaces, profiles)
+        ops = operations.Operations(
+            db, memory_spaces, invalidator=invalidator, profiles=profiles, history=history
+        )
         yield admin_io.AdminServices(db=db, ops=ops, settings=settings)
 
 
-async def _invalidator(
+async def _shared(
     settings: Settings,
     stack: contextlib.AsyncExitStack,
     memory_spaces: Any,
     profiles: profile_module.ProfileStore,
-) -> consolidation.CacheInvalidator | None:
-    """The retriever's invalidation over the shared Redis cache; None without Redis."""
+) -> tuple[consolidation.CacheInvalidator | None, ports.WorkingHistory | None]:
+    """The retriever's invalidation over the shared Redis cache, and the bots' working history
+    there (a forget erases from it); None, None without Redis."""
     if settings.redis_url is None:
-        return None
+        return None, None
     from memory.adapters import redis as redis_adapter
 
-    cache = redis_adapter.RedisCache.from_url(
-        settings.redis_url.get_secret_value(), prefix=f"{settings.redis.key_prefix}cache:"
+    client = await redis_adapter.connect(
+        settings.redis_url.get_secret_value(), attempts=settings.redis.connect_attempts
     )
-    stack.push_async_callback(cache.aclose)
-    return retrieval.build_retriever(settings, spaces=memory_spaces, profiles=profiles, cache=cache)
+    stack.push_async_callback(client.aclose)
+    prefix = settings.redis.key_prefix
+    cache = redis_adapter.RedisCache(client, prefix=f"{prefix}cache:")
+    history = redis_adapter.RedisHistory(
+        client,
+        cap=settings.memory.history_cap,
+        prefix=prefix,
+        ttl_seconds=settings.redis.history_ttl_seconds,
+    )
+    retriever = retrieval.build_retriever(
+        settings, spaces=memory_spaces, profiles=profiles, cache=cache
+    )
+    return retriever, history
 
 
 def _viewer_target(sub: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -141,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument(
         "--everywhere",
         action="store_true",
-        help="also redact the viewer's messages from episodic memory and the served transcript",
+        help="also erase their words everywhere: transcript, episodes, turn reports, tool calls, channel state, working history, caches (docs/privacy.md)",
     )
 
     correct = add("correct", "replace a memory with a correction")

@@ -100,7 +100,12 @@ async def forget(
     else:
         viewer = await viewer_of(ops, args)
         count = len(await ops.inspect(viewer.user_id))
-        scope = " and redact their messages everywhere" if args.everywhere else ""
+        scope = (
+            " and erase their words everywhere (transcript, episodes, turn reports, tool calls,"
+            " channel state, working history, caches)"
+            if args.everywhere
+            else ""
+        )
         plan = {"forget": "viewer", "login": viewer.login, "user_id": viewer.user_id}
         plan |= {"memories": count, "everywhere": args.everywhere}
         lines = [

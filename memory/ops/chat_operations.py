@@ -102,7 +102,8 @@ class OperationsCommands:
         return 1
 
     async def forget_viewer(self, actor: str, user_id: str) -> int:
-        report = await self.ops.forget_viewer(user_id, actor=actor)
+        """``!forget me`` / ``!forget @x all``: everything, everywhere (as the reply says)."""
+        report = await self.ops.forget_viewer(user_id, actor=actor, everywhere=True)
         return report.memories
 
     async def correct(self, actor: str, user_id: str, memory_id: str, text: str) -> None:

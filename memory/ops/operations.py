@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from memory import errors, identity, models, sql
 from memory.adapters import postgres
 from memory.consolidate import consolidation, documents, viewer_lock
 from memory.consolidate import profile as profile_module
+from memory.ops import erasure
 from memory.spaces import lore, records
 from memory.spaces import store as spaces
 
@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 PERSONAL_KINDS = frozenset(
     {records.MemoryKind.PERSONAL, records.MemoryKind.FACT, records.MemoryKind.CORRECTION}
 )
-REDACTED = "[redacted]"
+REDACTED = erasure.REDACTED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,11 +65,21 @@ class ForgetReport:
     user_id: str
     memories: int
     profile_facts: int
-    #: episodic documents rewritten / deleted (``everywhere`` only)
-    episodes_redacted: int = 0
-    episodes_deleted: int = 0
-    #: transcript messages newly redacted (``everywhere`` only)
-    messages_redacted: int = 0
+    #: what the erasure changed everywhere else (``everywhere`` only)
+    erased: erasure.Erasure | None = None
+
+    @property
+    def episodes_redacted(self) -> int:
+        return self.erased.episodes_redacted if self.erased else 0
+
+    @property
+    def episodes_deleted(self) -> int:
+        return self.erased.episodes_deleted if self.erased else 0
+
+    @property
+    def messages_redacted(self) -> int:
+        """Transcript message texts erased (``everywhere`` only)."""
+        return self.erased.counts.get("messages", 0) if self.erased else 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +89,7 @@ class ForgetReport:
             "episodes_redacted": self.episodes_redacted,
             "episodes_deleted": self.episodes_deleted,
             "messages_redacted": self.messages_redacted,
+            "erased": self.erased.to_json() if self.erased else None,
         }
 
 
@@ -99,11 +110,13 @@ class Operations:
         *,
         invalidator: consolidation.CacheInvalidator | None = None,
         profiles: profile_module.ProfileStore | None = None,
+        history: ports.WorkingHistory | None = None,
     ) -> None:
         self.db = db
         self.spaces = spaces
         self.invalidator = invalidator or consolidation.NoCache()
         self.profiles = profiles or profile_module.ProfileStore(db)
+        self.eraser = erasure.Eraser(db, spaces, history=history, invalidator=self.invalidator)
 
     # -- reading ---------------------------------------------------------------------------
     async def resolve_viewer(self, login_or_id: str) -> Viewer:
@@ -144,10 +157,21 @@ class Operations:
         return sorted(records, key=lambda r: (r.first_ts or r.created_at, r.id))
 
     async def export(self, viewer: Viewer) -> dict[str, Any]:
-        """Everything held about a viewer: personal memories, profile, episodes they took part in."""
+        """Everything held about a viewer: personal memories, profile, episodes they took part in,
+        and the channel-state rows about them (notes, requests, relationships, inside jokes)."""
         memories = await self.inspect(viewer.user_id)
         profile = await self.profiles.get(viewer.user_id)
         episodes = [record_json(r) for r in await self._episodes_with(viewer.user_id)]
+        with postgres.wrap_errors("read state"):
+            rows = await self.db.pool.fetch(sql.queries["erasure_state_about"], viewer.user_id)
+        state: dict[str, list[Any]] = {
+            "notes": [],
+            "requests": [],
+            "relationships": [],
+            "inside_jokes": [],
+        }
+        for row in rows:
+            state[row["kind"]].append(json.loads(row["row"]))
         return {
             "viewer": {
                 "user_id": viewer.user_id,
@@ -157,6 +181,7 @@ class Operations:
             "memories": [record_json(r) for r in memories],
             "profile": profile.to_json() if profile else None,
             "episodes": episodes,
+            "state": state,
         }
 
     async def find(self, memory_id: str, *, owner: str | None = None) -> records.MemoryRecord:
@@ -226,8 +251,8 @@ class Operations:
     async def forget_viewer(
         self, user_id: str, *, actor: str, everywhere: bool = False
     ) -> ForgetReport:
-        """Delete a viewer's whole personal space and profile (``everywhere``: also redact their
-        messages from episodic documents and the transcript's served text)."""
+        """Delete a viewer's whole personal space and profile (``everywhere``: erase their words
+        from every other store too, ``memory.ops.erasure``; what the chat commands do)."""
         async with viewer_lock.hold(self.db, [user_id]) as conn:
             with postgres.wrap_errors("forget viewer"):
                 until = await conn.fetchval(sql.queries["memory_viewer_forget_until"], user_id)
@@ -236,38 +261,13 @@ class Operations:
             facts = await self.profiles.delete_viewer(user_id)
             report = ForgetReport(user_id=user_id, memories=memories, profile_facts=facts)
             if everywhere:
-                report = await self._redact_everywhere(user_id, actor, report)
+                erased = await self.eraser.erase_viewer(user_id, actor=actor)
+                report = dataclasses.replace(report, erased=erased)
         await self.audit(
             actor, "forget_viewer", user_id, {**report.to_json(), "everywhere": everywhere}
         )
         await self.invalidator.invalidate_viewer(user_id, everywhere=everywhere)
         return report
-
-    async def _redact_everywhere(
-        self, user_id: str, actor: str, report: ForgetReport
-    ) -> ForgetReport:
-        with postgres.wrap_errors("redact messages"):
-            redacted = await self.db.pool.fetch(
-                sql.queries["memory_redact_viewer"], user_id, actor, "forget_everywhere"
-            )
-            # history summaries may quote the viewer: dropped, the reducer folds again
-            await self.db.pool.execute(sql.queries["memory_drop_viewer_summaries"], user_id)
-        rewritten, deleted = 0, 0
-        for record in await self._episodes_with(user_id):
-            replacement = redact_episode(record, user_id)
-            if replacement is None:
-                deleted += await self.spaces.delete(record.space, [record.id])
-            else:
-                await self.spaces.upsert([replacement])
-                rewritten += 1
-        return ForgetReport(
-            user_id=user_id,
-            memories=report.memories,
-            profile_facts=report.profile_facts,
-            episodes_redacted=rewritten,
-            episodes_deleted=deleted,
-            messages_redacted=len(redacted),
-        )
 
     async def _episodes_with(self, user_id: str) -> list[records.MemoryRecord]:
         with postgres.wrap_errors("read streams"):
@@ -396,27 +396,3 @@ async def invalidate_kind(invalidator: consolidation.CacheInvalidator, kind: str
     drop = getattr(invalidator, "invalidate_kind", None)
     if drop is not None:
         await drop(kind)
-
-
-def redact_episode(record: records.MemoryRecord, user_id: str) -> records.MemoryRecord | None:
-    """The episodic document without ``user_id``'s messages (None when nothing else remains).
-
-    The bot's reply is redacted too when it names the viewer (``@login``)."""
-    messages = [m for m in record.extra.get("messages", []) if m.get("user_id") != user_id]
-    if not messages:
-        return None
-    logins = {
-        m.get("login") for m in record.extra.get("messages", []) if m.get("user_id") == user_id
-    }
-    reply = record.extra.get("reply")
-    if reply and any(
-        re.search(rf"\b{re.escape(str(login))}\b", reply, re.I) for login in logins if login
-    ):
-        reply = REDACTED
-    return dataclasses.replace(
-        record,
-        text=documents.episode_text(messages),
-        origin_message_ids=tuple(m["id"] for m in messages),
-        participants=tuple(p for p in record.participants if p != user_id),
-        extra={**record.extra, "messages": messages, "reply": reply, "redacted": True},
-    )

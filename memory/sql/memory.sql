@@ -121,18 +121,6 @@ SELECT user_id, login, display_name FROM viewers WHERE user_id = $1;
 -- description: the streams a viewer wrote in ($1 user_id)
 SELECT DISTINCT stream FROM messages WHERE user_id = $1 ORDER BY stream;
 
--- memory_redact_viewer --
--- description: redact every transcript message of a viewer ($1 user_id, $2 actor, $3 reason); returns the message ids newly redacted
-INSERT INTO message_redactions (message_id, user_id, actor, reason)
-SELECT id, user_id, $2, $3 FROM messages WHERE user_id = $1
-ON CONFLICT (message_id) DO NOTHING
-RETURNING message_id;
-
 -- memory_viewer_forget_until --
 -- description: the time up to which a forgotten viewer's messages stay out of memory: now, or their newest message's chat time when later ($1 user_id)
 SELECT greatest(now(), (SELECT max(ts) FROM messages WHERE user_id = $1));
-
--- memory_drop_viewer_summaries --
--- description: drop the stored history summaries of every stream a viewer wrote in (they may quote the viewer); the summarizing reducer folds again ($1 user_id)
-DELETE FROM history_summaries
-WHERE stream IN (SELECT DISTINCT stream FROM messages WHERE user_id = $1);

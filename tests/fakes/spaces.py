@@ -133,6 +133,9 @@ class InMemorySpaces:
                 removed += 1
         return removed
 
+    async def vacuum(self, spaces: Collection[str]) -> int:
+        return 0  # nothing is kept once deleted
+
     async def drop(self, space: str) -> int:
         spaces_module.space_kind(space)
         return len(self._spaces.pop(space, {}))

@@ -1,0 +1,143 @@
+"""Forget means forgotten, everywhere (issue 10, done-when 3).
+
+A viewer says a unique string; it reaches the transcript, the working history (Redis), the turn
+reports, a channel-state note about her and its tool-call row, her personal memory and profile,
+episodic memory, and — recalled — a later prompt to the fake Ollama and the bot's (echoing) replies.
+Then she is forgotten: by ``!forget me`` + confirm, by a moderator's ``!forget @alice all`` +
+confirm, or by ``python -m memory.admin forget --viewer alice --everywhere``. Afterwards a scan of
+every text/json column of every Postgres table of the test database, every key of the test's Redis
+database and the bytes of every file of the data folder (embedded Qdrant's storage, the ingest
+spool) finds the string nowhere, and the next turn's prompt does not contain it.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memory import migrate, models, session
+from memory import runtime as services_module
+from memory.ops import admin
+from tests import chatlines, scan
+
+if TYPE_CHECKING:
+    from config import settings as settings_module
+    from tests.conftest import SettingsFactory
+    from tests.fakes import ollama as fake_ollama_module
+
+chat = chatlines.chat
+MOD = ("moderator",)
+
+
+class Channel:
+    """A replayed channel over the real services, its turn reports and the prompts sent."""
+
+    def __init__(self, settings: settings_module.Settings, fake: fake_ollama_module.FakeOllama):
+        self.settings = settings
+        self.fake = fake
+        self.reports: list[models.TurnReport] = []
+
+    async def deliver(self, report: models.TurnReport) -> None:
+        self.reports.append(report)
+
+    async def run(self, *events: models.ChatEvent, script: Any = None) -> None:
+        async with services_module.lifespan(self.settings) as services:
+            runner = session.Replay(
+                services, self.deliver, commands=services.commands, sync_consolidation=True
+            )
+            for event in events:
+                if script is not None and event.id in script:
+                    script[event.id]()
+                await runner.feed(event)
+            await runner.finish()
+            await runner.consolidate_now()
+
+    def replies(self) -> dict[str, str]:
+        return {r.message_ids[-1]: r.reply or "" for r in self.reports}
+
+    def prompts(self, since: int = 0) -> str:
+        return " ".join(str(request) for request in self.fake.chat_requests[since:])
+
+
+@pytest.mark.parametrize("how", ["forget me", "moderator", "admin"])
+async def test_a_forgotten_viewers_words_are_nowhere(
+    how: str,
+    make_settings: SettingsFactory,
+    fake_ollama: fake_ollama_module.FakeOllama,
+    redis_url: str,
+) -> None:
+    secret = f"zq{uuid.uuid4().hex[:12]}"
+    prefix = f"lmtest:{uuid.uuid4().hex[:8]}:"
+    settings = make_settings(
+        ollama_host=fake_ollama.url,
+        redis_url=redis_url,
+        redis={"key_prefix": prefix},
+        # a short prompt history: bob's question gets alice's words from memory, not from chat
+        history={"max_messages": 2},
+    )
+    channel = Channel(settings, fake_ollama)
+    note = {"about": "alice", "text": f"alice's secret word is {secret}"}
+    await channel.run(
+        chat(0, "alice", f"Mnemo, my secret word is {secret}"),
+        chat(1, "alice", "Mnemo, please write that down about me"),
+        chat(2, "bob", "Mnemo, hi there"),
+        chat(3, "bob", "Mnemo, what is alice's secret word?"),
+        script={"m2": lambda: fake_ollama.call_tool("add_note", note)},
+    )
+    # everywhere first: the transcript, a state note and its tool call, memory, prompts, replies
+    async with migrate.open_database(settings) as db:
+        stored = await scan.postgres_hits(db, secret)
+        assert {
+            "messages.text: " + secret,
+            "state_notes.text: " + secret,
+            "turn_tool_calls.arguments: " + secret,
+            "turn_outcomes.report: " + secret,
+        } <= set(stored), stored
+    assert await scan.redis_hits(redis_url, prefix, secret)
+    assert scan.file_hits(settings.data_dir / "qdrant", secret)
+    recalled = [r for r in channel.reports if any(secret in i.text for i in r.recall)]
+    assert recalled and recalled[-1].message_ids == ["m3"], "bob's question recalls it"
+    assert secret in channel.prompts()
+
+    if how == "admin":
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["forget", "--viewer", "alice", "--everywhere", "--yes"]
+        code = await admin.run(argv, settings=settings, stdin=io.StringIO(), stdout=out, stderr=err)
+        assert (code, err.getvalue()) == (0, ""), out.getvalue()
+        done = [chat(6, "carla", "Mnemo, good evening")]
+    else:
+        who, badges = ("alice", ()) if how == "forget me" else ("mod", MOD)
+        what = "!forget me" if how == "forget me" else "!forget @alice all"
+        done = [
+            chat(4, who, what, badges=badges),
+            chat(5, who, f"{what} confirm", badges=badges),
+            chat(6, "carla", "Mnemo, good evening"),
+        ]
+    asked = len(fake_ollama.chat_requests)
+    await channel.run(*done, chat(7, "bob", "Mnemo, what is alice's secret word?"))
+    if how != "admin":
+        about = "about you" if how == "forget me" else "about @alice"
+        assert channel.replies()["m5"].endswith(f"I forgot everything {about}.")
+
+    later = channel.prompts(asked)
+    assert later and secret not in later  # the next turns' prompts
+    assert secret not in " ".join(channel.replies().get(m, "") for m in ("m6", "m7"))
+    async with migrate.open_database(settings) as db:
+        assert await scan.postgres_hits(db, secret) == []
+        erasure = await db.pool.fetchrow("SELECT actor, scope, user_id, counts FROM erasures")
+        assert erasure is not None and (erasure["scope"], erasure["user_id"]) == (
+            "viewer",
+            "id-alice",
+        )
+        assert erasure["actor"] == {"forget me": "twitch:alice", "moderator": "twitch:mod"}.get(
+            how, "admin:cli"
+        )
+        # other viewers' words stay
+        assert (
+            await db.pool.fetchval("SELECT text FROM messages WHERE id = 'm2'") == "Mnemo, hi there"
+        )
+    assert await scan.redis_hits(redis_url, "", secret) == []  # every key of the database
+    assert scan.file_hits(settings.data_dir, secret) == []
