@@ -23,7 +23,7 @@ from memory.adapters import postgres, qdrant
 from memory.adapters import redis as redis_adapter
 from memory.consolidate import consolidation, profile, queue_status, worker
 from memory.history import redaction, reducers, transcript, working
-from memory.ops import chat_operations, operations, retention
+from memory.ops import chat_operations, erasure, operations, retention
 from memory.recall import cache, directory, retrieval, sources
 from memory.recall import planner as planner_module
 from memory.spaces import embedders, lore
@@ -171,7 +171,12 @@ async def lifespan(
             metrics=metrics,
         )
         ops = operations.Operations(
-            db, memory_spaces, invalidator=retriever, profiles=profiles, history=history
+            db,
+            memory_spaces,
+            invalidator=retriever,
+            profiles=profiles,
+            history=history,
+            preview_window=erasure.preview_window(settings),
         )
         consolidator = consolidation.Consolidator(
             db,

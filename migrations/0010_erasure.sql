@@ -104,11 +104,15 @@ CREATE FUNCTION erased_report(
 $$;
 
 -- Forget a viewer everywhere in Postgres: their message texts, the replies and reports of the
--- turns that answered or recalled them, the previews of later turns of their streams, the tool
+-- turns that answered or recalled them, the prompt previews of the later turns whose working
+-- history could still hold their messages (until `p_history_cap` more messages of the stream came;
+-- NULL: every later turn, for a summarizing reducer whose summary may carry them on), the tool
 -- calls of those turns or naming them, the channel-state rows about them, their profile and the
 -- history summaries that may quote them. Returns the counts plus the touched `streams` and
 -- `turns` (for the caller's working history); the `erasures` row keeps the counts only.
-CREATE FUNCTION erase_viewer(p_user_id text, p_actor text, p_reason text) RETURNS jsonb
+CREATE FUNCTION erase_viewer(
+    p_user_id text, p_actor text, p_reason text, p_history_cap integer
+) RETURNS jsonb
 LANGUAGE plpgsql
 SET livememory.erasing = 'on'
 AS $$
@@ -116,7 +120,6 @@ DECLARE
     v_login    text;
     v_ids      text[];
     v_streams  text[];
-    v_first    timestamptz;
     v_turns    text[];
     v_counts   jsonb;
     n_messages integer;
@@ -129,9 +132,8 @@ DECLARE
     n          integer;
 BEGIN
     SELECT login INTO v_login FROM viewers WHERE user_id = p_user_id;
-    SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(DISTINCT stream), '{}'),
-           min(received_at)
-    INTO v_ids, v_streams, v_first
+    SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(DISTINCT stream), '{}')
+    INTO v_ids, v_streams
     FROM messages WHERE user_id = p_user_id;
 
     -- the turns that answered the viewer's messages, or recalled their words (in any stream)
@@ -160,11 +162,27 @@ BEGIN
            OR o.report IS DISTINCT FROM erased_report(o.report, v_login, p_user_id, v_ids, true, false));
     GET DIAGNOSTICS n_answered = ROW_COUNT;
 
-    -- later turns of their streams: their words may be in the prompt (working history)
+    -- later turns of their streams whose prompt (working history) may show their messages: from
+    -- each message until `p_history_cap` messages of the stream came after it
     UPDATE turn_outcomes o
     SET report = erased_report(o.report, v_login, p_user_id, v_ids, false, false)
-    FROM turns t
-    WHERE t.id = o.turn_id AND t.stream = ANY(v_streams) AND t.created_at >= v_first
+    FROM turns t, (
+        SELECT win.stream,
+               range_agg(tstzrange(win.since, CASE WHEN win.until IS NOT NULL
+                                                   THEN greatest(win.since, win.until) END, '[]'))
+                   AS span
+        FROM (
+            SELECT m.stream, m.received_at AS since,
+                   CASE WHEN p_history_cap IS NOT NULL THEN (
+                       SELECT later.received_at FROM messages later
+                       WHERE later.stream = m.stream AND later.kind <> 'command'
+                         AND (later.ts, later.seq) > (m.ts, m.seq)
+                       ORDER BY later.ts, later.seq OFFSET p_history_cap - 1 LIMIT 1) END AS until
+            FROM messages m WHERE m.user_id = p_user_id
+        ) AS win
+        GROUP BY win.stream
+    ) AS w
+    WHERE t.id = o.turn_id AND t.stream = w.stream AND t.created_at <@ w.span
       AND o.turn_id <> ALL(v_turns)
       AND o.report IS DISTINCT FROM erased_report(o.report, v_login, p_user_id, v_ids, false, false);
     GET DIAGNOSTICS n_previews = ROW_COUNT;

@@ -13,6 +13,7 @@ spool) finds the string nowhere, and the next turn's prompt does not contain it.
 from __future__ import annotations
 
 import io
+import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +21,14 @@ import pytest
 
 from memory import migrate, models, session
 from memory import runtime as services_module
+from memory.history import transcript
 from memory.ops import admin
 from tests import chatlines, scan
+from tests import test_consolidation as helpers
 
 if TYPE_CHECKING:
     from config import settings as settings_module
+    from memory.adapters import postgres
     from tests.conftest import SettingsFactory
     from tests.fakes import ollama as fake_ollama_module
 
@@ -62,7 +66,7 @@ class Channel:
         return " ".join(str(request) for request in self.fake.chat_requests[since:])
 
 
-@pytest.mark.parametrize("how", ["forget me", "moderator", "admin"])
+@pytest.mark.parametrize("how", ["forget me", "moderator", "admin", "forget me, no Redis"])
 async def test_a_forgotten_viewers_words_are_nowhere(
     how: str,
     make_settings: SettingsFactory,
@@ -71,9 +75,10 @@ async def test_a_forgotten_viewers_words_are_nowhere(
 ) -> None:
     secret = f"zq{uuid.uuid4().hex[:12]}"
     prefix = f"lmtest:{uuid.uuid4().hex[:8]}:"
+    shared = how != "forget me, no Redis"  # else the in-process cache and working history
     settings = make_settings(
         ollama_host=fake_ollama.url,
-        redis_url=redis_url,
+        redis_url=redis_url if shared else None,
         redis={"key_prefix": prefix},
         # a short prompt history: bob's question gets alice's words from memory, not from chat
         history={"max_messages": 2},
@@ -96,7 +101,7 @@ async def test_a_forgotten_viewers_words_are_nowhere(
             "turn_tool_calls.arguments: " + secret,
             "turn_outcomes.report: " + secret,
         } <= set(stored), stored
-    assert await scan.redis_hits(redis_url, prefix, secret)
+    assert await scan.redis_hits(redis_url, prefix, secret) or not shared
     assert scan.file_hits(settings.data_dir / "qdrant", secret)
     recalled = [r for r in channel.reports if any(secret in i.text for i in r.recall)]
     assert recalled and recalled[-1].message_ids == ["m3"], "bob's question recalls it"
@@ -109,17 +114,20 @@ async def test_a_forgotten_viewers_words_are_nowhere(
         assert (code, err.getvalue()) == (0, ""), out.getvalue()
         done = [chat(6, "carla", "Mnemo, good evening")]
     else:
-        who, badges = ("alice", ()) if how == "forget me" else ("mod", MOD)
-        what = "!forget me" if how == "forget me" else "!forget @alice all"
+        who, badges = ("mod", MOD) if how == "moderator" else ("alice", ())
+        what = "!forget @alice all" if how == "moderator" else "!forget me"
         done = [
             chat(4, who, what, badges=badges),
             chat(5, who, f"{what} confirm", badges=badges),
             chat(6, "carla", "Mnemo, good evening"),
         ]
     asked = len(fake_ollama.chat_requests)
+    # from now on the whole working history goes into the prompt: a line of alice left in it shows
+    history = settings.history.model_copy(update={"max_messages": 50})
+    channel.settings = settings.model_copy(update={"history": history})
     await channel.run(*done, chat(7, "bob", "Mnemo, what is alice's secret word?"))
     if how != "admin":
-        about = "about you" if how == "forget me" else "about @alice"
+        about = "about @alice" if how == "moderator" else "about you"
         assert channel.replies()["m5"].endswith(f"I forgot everything {about}.")
 
     later = channel.prompts(asked)
@@ -132,12 +140,53 @@ async def test_a_forgotten_viewers_words_are_nowhere(
             "viewer",
             "id-alice",
         )
-        assert erasure["actor"] == {"forget me": "twitch:alice", "moderator": "twitch:mod"}.get(
-            how, "admin:cli"
-        )
+        actors = {"moderator": "twitch:mod", "admin": "admin:cli"}
+        assert erasure["actor"] == actors.get(how, "twitch:alice")
         # other viewers' words stay
         assert (
             await db.pool.fetchval("SELECT text FROM messages WHERE id = 'm2'") == "Mnemo, hi there"
         )
     assert await scan.redis_hits(redis_url, "", secret) == []  # every key of the database
     assert scan.file_hits(settings.data_dir, secret) == []
+
+
+async def test_later_previews_are_erased_while_the_history_could_show_the_viewer(
+    db: postgres.Database,
+) -> None:
+    """With a working history of 2 items, a message can be in the prompts of the turns until two
+    more messages came: those previews are erased, later ones kept (and every one with ``None``)."""
+    store = transcript.Transcript(db)
+    turns = []
+    for n, login in enumerate(["alice", "bob", "bob", "bob"], start=1):
+        event = helpers.msg(f"m{n}", login, f"{login} says thing {n}", second=n)
+        await store.append_events([event])
+        turn_id = await store.start_turn("s1", [event.id])
+        await store.finish_turn(
+            turn_id,
+            stream="s1",
+            status=models.TurnStatus.COMPLETED,
+            reply="ok",
+            error=None,
+            ts=event.ts,
+            report={"prompt": {"preview": f"history up to thing {n}"}},
+            consolidate=False,
+        )
+        turns.append(turn_id)
+    counts = json.loads(
+        await db.pool.fetchval("SELECT erase_viewer('1001', 'admin:test', 'forget', 2)")
+    )
+    assert (counts["turns"], counts["previews"]) == (1, 1)
+    previews = [
+        await db.pool.fetchval(
+            "SELECT report -> 'prompt' ->> 'preview' FROM turn_outcomes WHERE turn_id = $1", t
+        )
+        for t in turns
+    ]
+    assert previews == ["[erased]", "[erased]", "history up to thing 3", "history up to thing 4"]
+    await db.pool.fetchval("SELECT erase_viewer('1001', 'admin:test', 'forget', NULL)")
+    assert (
+        await db.pool.fetchval(
+            "SELECT count(*) FROM turn_outcomes WHERE report -> 'prompt' ->> 'preview' = '[erased]'"
+        )
+        == 4
+    )

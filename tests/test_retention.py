@@ -82,7 +82,7 @@ async def test_purge_erases_what_is_older_than_the_cutoff_and_audits_it(
 async def test_the_transcript_refuses_any_other_rewrite(db: postgres.Database) -> None:
     """Only the erase functions may rewrite it, and only to the placeholder."""
     await helpers.journal_turn(db, [msg("m1", "alice", "hello"), msg("m2", "bob", "hi")])
-    await db.pool.execute("SELECT erase_viewer('1001', 'admin:test', 'forget')")
+    await db.pool.execute("SELECT erase_viewer('1001', 'admin:test', 'forget', 200)")
     for statement in (
         "UPDATE messages SET text = 'changed'",
         "DELETE FROM messages",

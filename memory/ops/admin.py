@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 from memory import errors, migrate
 from memory.adapters import qdrant
 from memory.consolidate import profile as profile_module
-from memory.ops import admin_channel, admin_io, admin_memory, admin_reembed, operations
+from memory.ops import admin_channel, admin_io, admin_memory, admin_reembed, erasure, operations
 from memory.recall import retrieval
 from memory.spaces import embedders
 
@@ -81,7 +81,12 @@ async def open_services(
         profiles = profile_module.ProfileStore(db)
         invalidator, history = await _shared(settings, stack, memory_spaces, profiles)
         ops = operations.Operations(
-            db, memory_spaces, invalidator=invalidator, profiles=profiles, history=history
+            db,
+            memory_spaces,
+            invalidator=invalidator,
+            profiles=profiles,
+            history=history,
+            preview_window=erasure.preview_window(settings),
         )
         yield admin_io.AdminServices(db=db, ops=ops, settings=settings)
 

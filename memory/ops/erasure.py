@@ -36,6 +36,7 @@ from memory.consolidate import consolidation, documents
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
+    from config.settings import Settings
     from memory import ports
     from memory.spaces import records
 
@@ -70,6 +71,12 @@ class Erasure:
         }
 
 
+def preview_window(settings: Settings) -> int | None:
+    """How long a message can stay in a prompt: the working history's cap, or forever (None) with
+    the summarizing reducer, whose summary may carry it on."""
+    return None if settings.history.reducer == "summarizing" else settings.memory.history_cap
+
+
 class Eraser:
     """Erases a viewer from Postgres, the memory spaces, the working history and the caches."""
 
@@ -80,11 +87,15 @@ class Eraser:
         *,
         history: ports.WorkingHistory | None = None,
         invalidator: consolidation.CacheInvalidator | None = None,
+        preview_window: int | None = None,
     ) -> None:
         self.db = db
         self.spaces = spaces
         self.history = history
         self.invalidator = invalidator or consolidation.NoCache()
+        #: later turns' prompt previews are erased until this many messages came after each of
+        #: the viewer's (``preview_window(settings)``); None: every later turn of their streams
+        self.preview_window = preview_window
 
     async def erase_viewer(self, user_id: str, *, actor: str, reason: str = "forget") -> Erasure:
         """Erase a viewer's words everywhere (call it under the viewer's lock)."""
@@ -94,7 +105,9 @@ class Eraser:
                 for row in await self.db.pool.fetch(sql.queries["erasure_viewer_texts"], user_id)
             ]
             result = json.loads(
-                await self.db.pool.fetchval(sql.queries["erasure_viewer"], user_id, actor, reason)
+                await self.db.pool.fetchval(
+                    sql.queries["erasure_viewer"], user_id, actor, reason, self.preview_window
+                )
             )
         streams: list[str] = result.pop("streams")
         turn_ids = set(result.pop("turn_ids"))

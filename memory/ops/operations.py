@@ -111,12 +111,19 @@ class Operations:
         invalidator: consolidation.CacheInvalidator | None = None,
         profiles: profile_module.ProfileStore | None = None,
         history: ports.WorkingHistory | None = None,
+        preview_window: int | None = None,
     ) -> None:
         self.db = db
         self.spaces = spaces
         self.invalidator = invalidator or consolidation.NoCache()
         self.profiles = profiles or profile_module.ProfileStore(db)
-        self.eraser = erasure.Eraser(db, spaces, history=history, invalidator=self.invalidator)
+        self.eraser = erasure.Eraser(
+            db,
+            spaces,
+            history=history,
+            invalidator=self.invalidator,
+            preview_window=preview_window,
+        )
 
     # -- reading ---------------------------------------------------------------------------
     async def resolve_viewer(self, login_or_id: str) -> Viewer:

@@ -1,6 +1,6 @@
 -- erasure_viewer --
--- description: forget a viewer everywhere in Postgres, audited in erasures (migration 0010) ($1 user_id, $2 actor, $3 reason); returns counts, streams and turn_ids (jsonb)
-SELECT erase_viewer($1, $2, $3);
+-- description: forget a viewer everywhere in Postgres, audited in erasures (migration 0010) ($1 user_id, $2 actor, $3 reason, $4 history cap: later previews erased up to that many messages after theirs, NULL: all); returns counts, streams and turn_ids (jsonb)
+SELECT erase_viewer($1, $2, $3, $4);
 
 -- erasure_before --
 -- description: erase every text older than a chat time, audited in erasures ($1 cutoff, $2 actor); returns counts (jsonb)
