@@ -181,6 +181,11 @@ class MemorySpaces(Protocol):
         retention); returns how many storage files were rewritten."""
         ...
 
+    async def warm(self, spaces: Collection[str]) -> int:
+        """Get ``spaces`` ready to search ahead of use (embedded Qdrant opens their folders);
+        returns how many were opened. A no-op where nothing needs opening."""
+        ...
+
 
 class CommandHandler(Protocol):
     """Answers chat commands (``!forget …``); returns the public reply (or None)."""

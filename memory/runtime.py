@@ -26,6 +26,7 @@ from memory.history import redaction, reducers, transcript, working
 from memory.ops import chat_operations, erasure, operations, retention
 from memory.recall import cache, directory, retrieval, sources
 from memory.recall import planner as planner_module
+from memory.recall import prefetch as prefetch_module
 from memory.spaces import embedders, lore
 from memory.state import tools
 
@@ -66,6 +67,8 @@ class Services:
     #: viewers known to the channel (the planner recognises them when named); the session
     #: registers each stored event's author
     viewers: directory.ViewerDirectory | None = None
+    #: opens the spaces of a stored message's viewers while its batch is open (the session)
+    prefetch: prefetch_module.Prefetch | None = None
     #: what outages cost: history fallbacks, the ingest spool (docs/reliability.md)
     reliability: metrics_module.ReliabilityMetrics | None = None
     #: when the bot speaks (the Twitch bot tells it its login at start-up)
@@ -207,13 +210,16 @@ async def lifespan(
             bot_login=settings.bot_login,
             state=reply_state,
         )
+        turn_planner = planner_module.Planner(
+            settings,
+            lore_entities=lore.entities(settings.lore_dir),
+            bot_name=settings.bot_name,
+            directory=viewers,
+        )
+        spaces_prefetch = prefetch_module.Prefetch(turn_planner, memory_spaces)
+        stack.push_async_callback(spaces_prefetch.settle)  # before the spaces close
         seams = pipeline.Seams(
-            planner=planner_module.Planner(
-                settings,
-                lore_entities=lore.entities(settings.lore_dir),
-                bot_name=settings.bot_name,
-                directory=viewers,
-            ),
+            planner=turn_planner,
             retriever=retriever,
             reducer=_reducer(settings, db, model),
             tools=tools.ToolRunner(db, settings, on_change=retriever.invalidate_state)
@@ -258,6 +264,7 @@ async def lifespan(
             commands=_commands(settings, ops, reply_state, redactor) if role == "bot" else None,
             extras={},
             viewers=viewers,
+            prefetch=spaces_prefetch,
             reliability=reliability,
             reply=reply_policy,
             redactor=redactor,

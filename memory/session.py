@@ -103,6 +103,8 @@ class Session:
         await self.services.transcript.append_events([event])
         if self.services.viewers is not None:  # the planner recognises them when named later
             self.services.viewers.register(event.user_id, event.login, event.name)
+        if self.services.prefetch is not None:  # open their spaces while the batch is open
+            self.services.prefetch.note(event)
         return True
 
     async def run_batch(self, batch: models.Batch) -> None:

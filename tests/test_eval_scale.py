@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory.eval import scale
+from memory.eval import harness, scale
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 async def test_ingest_cost_fills_turns_and_times_messages(database_url: str) -> None:
     rows = await scale.ingest_cost([20, 50], messages=3, database_url=database_url)
     assert [r["turns"] for r in rows] == [20, 50]
     assert all(r["ms_p50"] > 0 for r in rows)
+
+
+async def test_the_memory_stage_is_timed_cold_warm_and_opened_in_the_batch_window(
+    database_url: str, tmp_path: Path
+) -> None:
+    settings = harness.eval_settings(tmp_path, database_url=database_url)
+    await scale.build_audience(settings, 8, 2)
+    stage = await scale.memory_stage(settings, 8)
+    assert set(stage) == {"cold", "warm", "window", "window_last_at_close", "window_opening"}
+    assert all(0 < stage[k]["p50"] <= stage[k]["p95"] for k in stage)
+    text = scale.text_report({
+        "audience": [{"viewers": 8, "memories_per_viewer": 2, "build_s": 1.0,
+                      "first_memory_ms": {"p50": 1.0, "p95": 2.0}, "memory_stage_ms": stage,
+                      "startup": TIMING, "inspect": TIMING}],
+        "ingest": [], "consolidation": {"messages": 1, "messages_per_s": 1.0}, "redis": None,
+    })  # fmt: skip
+    window = stage["window"]
+    assert f"| {window['p50']:.1f} / {window['p95']:.1f} |" in text
+
+
+TIMING = {"seconds_min": 1.0, "seconds_median": 1.5, "rss_mb_max": 100.0}
 
 
 def test_the_report_has_a_row_per_size() -> None:

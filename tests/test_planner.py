@@ -575,3 +575,12 @@ def test_ablation_switches(memory: dict[str, Any], keys: list[str]) -> None:
         assert [v.login for v in plan.viewers] == [login for login, _ in ABLATION_BATCH]
     else:
         assert [v.login for v in plan.viewers] == ["alice", "bob", "carol"]
+
+
+def test_viewers_of_a_message_are_its_author_and_the_viewers_it_names() -> None:
+    """What the bot opens while the batch is open (``memory.recall.prefetch``)."""
+    plans = directory_planner()
+    event = msg("alice", "@livememory does @bob know Caroline? ask @nobody")
+    assert plans.viewers_of(event) == ["1001", "2001", "2002"]  # the bot itself is no viewer
+    assert plans.viewers_of(msg("livememory", "hi @bob")) == []  # the bot's own line
+    assert plans.viewers_of(msg("alice", "!forget last", kind=models.EventKind.COMMAND)) == []

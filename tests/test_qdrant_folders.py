@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import uuid
@@ -170,3 +171,43 @@ async def test_vacuum_leaves_no_byte_of_a_deleted_point(tmp_path: Path) -> None:
         await spaces.upsert([memory("1001", "I like tea")])
     async with await open_spaces(tmp_path) as spaces:
         assert sorted(r.text for r in await spaces.list(space)) == ["I like tea", "I said nothing"]
+
+
+async def test_warm_opens_named_folders_ahead_and_a_search_reuses_them(tmp_path: Path) -> None:
+    async with await open_spaces(tmp_path) as spaces:
+        await spaces.upsert([memory(str(3000 + i), f"my pet is called Rex {i}") for i in range(4)])
+    async with await open_spaces(tmp_path) as spaces:
+        folders = router(spaces)
+        wanted = [identity.personal_key("3001"), identity.personal_key("3002")]
+        unknown = identity.personal_key("9999")  # no folder: skipped, nothing created
+        assert await spaces.warm([*wanted, wanted[0], unknown]) == 2
+        assert sorted(folders.open_names()[1:]) == sorted(spaces.collection(k) for k in wanted)
+        assert not (folders.folders / spaces.collection(unknown)).exists()
+        opened = folders.opened
+        hits = await spaces.search(wanted[0], "pet", limit=1)
+        assert [h.record.text for h in hits] == ["my pet is called Rex 1"]
+        assert folders.opened == opened  # the search found the folder open
+        assert await spaces.warm(wanted) == 0  # already open: nothing to do
+
+
+async def test_a_search_during_a_warm_waits_for_that_opening(tmp_path: Path) -> None:
+    async with await open_spaces(tmp_path) as spaces:
+        await spaces.upsert([memory("3100", "I live in Lyon")])
+    async with await open_spaces(tmp_path) as spaces:
+        folders = router(spaces)
+        key = identity.personal_key("3100")
+        warming = asyncio.create_task(spaces.warm([key]))
+        await asyncio.sleep(0)  # the warm has started opening the folder
+        hits = await spaces.search(key, "where do you live", limit=1)
+        assert [h.record.text for h in hits] == ["I live in Lyon"]
+        assert await warming == 1
+        assert folders.opened == 2  # manifest + this folder, once (its lock refuses a second open)
+
+
+async def test_warm_is_bounded_by_the_open_folder_limit(tmp_path: Path) -> None:
+    async with await open_spaces(tmp_path, max_open=2) as spaces:
+        await spaces.upsert([memory(str(3200 + i), "hi") for i in range(4)])
+    async with await open_spaces(tmp_path, max_open=2) as spaces:
+        keys = [identity.personal_key(str(3200 + i)) for i in range(4)]
+        assert await spaces.warm(keys) == 4
+        assert len(router(spaces).open_names()) == 2

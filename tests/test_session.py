@@ -11,6 +11,7 @@ import pytest
 from memory import errors, identity, models, session
 from memory import runtime as services_module
 from memory.adapters import qdrant
+from tests import test_qdrant_folders
 
 if TYPE_CHECKING:
     from tests.conftest import SettingsFactory
@@ -93,3 +94,37 @@ async def test_the_bot_serves_prometheus_metrics_of_its_turns(
     assert 'livememory_turns_total{status="completed"} 2.0' in text
     assert "livememory_memory_stage_seconds_bucket" in text
     assert "livememory_prompt_messages_sent_count 2.0" in text
+
+
+async def test_a_stored_message_opens_its_viewers_spaces_before_its_batch_closes(
+    make_settings: SettingsFactory,
+) -> None:
+    settings = make_settings(batch={"window_seconds": 60.0, "max_messages": 20})
+
+    async def deliver(report: models.TurnReport) -> None:
+        return None
+
+    def said(n: int, user_id: str, login: str, text: str) -> models.ChatEvent:
+        return models.ChatEvent(
+            id=f"p{n}", stream="s1", user_id=user_id, login=login, text=text, ts=T0
+        )
+
+    people = {"2001": "alice", "2002": "bob", "2003": "carol"}
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
+        replay = session.Replay(svc, deliver)
+        for n, (user_id, login) in enumerate(people.items()):
+            await replay.feed(said(n, user_id, login, "hello"))  # known to the channel
+        await replay.finish()
+        for user_id in people:
+            await svc.spaces.upsert([test_qdrant_folders.memory(user_id, "I keep bees")])
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
+        assert isinstance(svc.spaces, qdrant.QdrantSpaces) and svc.prefetch is not None
+        folders = svc.spaces.client.router  # type: ignore[attr-defined]
+        replay = session.Replay(svc, deliver)
+        await replay.feed(said(10, "2001", "alice", "@bob do you still keep bees?"))
+        await svc.prefetch.settle()
+        assert replay.batcher.pending() == 1  # the batch is still open
+        opened = set(folders.open_names())
+        assert {svc.spaces.collection(identity.personal_key(u)) for u in ("2001", "2002")} <= opened
+        assert svc.spaces.collection(identity.personal_key("2003")) not in opened
+        await replay.finish()

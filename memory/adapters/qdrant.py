@@ -122,6 +122,13 @@ class QdrantSpaces:
     ) -> None:
         await self.close()
 
+    async def warm(self, spaces: Collection[str]) -> int:
+        """Open the folders of ``spaces`` ahead of use (embedded Qdrant; a server needs nothing)."""
+        if not isinstance(self.client, qdrant_local.FolderClient):
+            return 0
+        names = [self.collection(space) for space in spaces]
+        return await self.client.router.warm(names)
+
     def collection(self, space: str) -> str:
         """The collection that holds ``space``."""
         return self._collections.name(space)

@@ -124,12 +124,15 @@ class Collections:
     async def check_no_staging(self) -> None:
         """Refuse to open while a ``memory.admin reembed`` is unfinished: the memories of a space
         being swapped may sit in its staging collection only."""
-        listed = await self.client.get_collections()
-        staging = sorted(
-            c.name
-            for c in listed.collections
-            if c.name.startswith(f"{self.prefix}_") and spaces_module.is_staging(c.name)
-        )
+
+        def staged(name: str) -> bool:
+            return name.startswith(f"{self.prefix}_") and spaces_module.is_staging(name)
+
+        if isinstance(self.client, qdrant_local.FolderClient):  # names first, not every folder
+            staging = self.client.router.collection_names(matching=staged)
+        else:
+            listed = await self.client.get_collections()
+            staging = sorted(c.name for c in listed.collections if staged(c.name))
         if staging:
             raise errors.EmbedderMismatch(
                 f"a re-embedding did not finish ({len(staging)} collection(s) half-way, e.g. "

@@ -40,7 +40,7 @@ from memory.adapters import postgres, qdrant
 from memory.adapters import redis as redis_adapter
 from memory.eval import REPO_ROOT, bench_retrieval, harness
 from memory.history import transcript
-from memory.recall import cache, planner, retrieval
+from memory.recall import cache, planner, prefetch, retrieval
 from memory.spaces import embedders
 from memory.spaces import records as memory_records
 
@@ -205,10 +205,55 @@ async def memory_stage(settings: Settings, viewers: int) -> dict[str, Any]:
 
         cold_totals = (await bench_retrieval._pass(cold, plans, batches))["totals"]
         warm_totals = (await bench_retrieval._pass(warmed, plans, batches))["totals"]
-    return {
+    window_totals, opening_ms = await _window_pass(settings, plans, batches, last_at_close=False)
+    late_totals, _ = await _window_pass(settings, plans, batches, last_at_close=True)
+    out = {
         name: {"p50": statistics.median(totals), "p95": _pct(totals, 0.95)}
-        for name, totals in (("cold", cold_totals), ("warm", warm_totals))
-    }
+        for name, totals in (
+            ("cold", cold_totals), ("warm", warm_totals),
+            ("window", window_totals), ("window_last_at_close", late_totals),
+        )
+    }  # fmt: skip
+    out["window_opening"] = {"p50": statistics.median(opening_ms), "p95": _pct(opening_ms, 0.95)}
+    return out
+
+
+async def _window_pass(
+    settings: Settings,
+    plans: planner.Planner,
+    batches: Sequence[models.Batch],
+    *,
+    last_at_close: bool,
+) -> tuple[list[float], list[float]]:
+    """Cold again (a freshly opened store, fresh cache), but each batch's events first go through
+    the bot's own hook, ``Prefetch.note``, as the session calls it when it stores a message while
+    the batch window is open. ``last_at_close=False``: the openings are done when the stage runs
+    (every message came at least the opening time before the window closed); True: the batch's
+    last message arrives as the window closes, so the stage runs at once and waits for whatever
+    of its opening is not done. Returns the stage times and how long the openings took per batch
+    (to hold against the window: ``batch.window_seconds``)."""
+    spaces = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
+    async with spaces:
+        profiles = bench_retrieval.MemoryProfiles([])
+        ahead = prefetch.Prefetch(plans, spaces)
+        totals: list[float] = []
+        opening_ms: list[float] = []
+        for batch in batches:
+            early = batch.events[:-1] if last_at_close else batch.events
+            began = time.perf_counter()
+            for event in early:
+                ahead.note(event)
+            await ahead.settle()
+            opening_ms.append((time.perf_counter() - began) * 1000)
+            if last_at_close:
+                ahead.note(batch.events[-1])
+            retriever = retrieval.build_retriever(
+                settings, spaces=spaces, profiles=profiles, cache=cache.InProcessCache()
+            )
+            result = await retriever.retrieve(plans.plan(batch, []), batch, [])
+            totals.append(result.timings_ms["memory_total"])
+            await ahead.settle()
+    return totals, opening_ms
 
 
 async def audience(viewers: int, memories: int) -> dict[str, Any]:
@@ -323,8 +368,9 @@ def text_report(data: dict[str, Any]) -> str:
     lines = [
         "| viewers × memories | build (s) | first memory p50 / p95 (ms) | start-up min / median (s) "
         "| start-up RSS (MB) | inspect min / median (s) | inspect RSS (MB) "
-        "| memory stage cold p50 / p95 (ms) | warm p50 / p95 (ms) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| memory stage cold p50 / p95 (ms) | warm p50 / p95 (ms) "
+        "| opened in the window p50 / p95 (ms) | last message at the close p50 / p95 (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["audience"]:
         s, i, m = r["startup"], r["inspect"], r["memory_stage_ms"]
@@ -334,7 +380,8 @@ def text_report(data: dict[str, Any]) -> str:
             f"| {s['seconds_min']:.2f} / {s['seconds_median']:.2f} | {s['rss_mb_max']:.0f} "
             f"| {i['seconds_min']:.2f} / {i['seconds_median']:.2f} | {i['rss_mb_max']:.0f} "
             f"| {m['cold']['p50']:.1f} / {m['cold']['p95']:.1f} "
-            f"| {m['warm']['p50']:.2f} / {m['warm']['p95']:.2f} |"
+            f"| {m['warm']['p50']:.2f} / {m['warm']['p95']:.2f} "
+            f"| {_pair(m.get('window'))} | {_pair(m.get('window_last_at_close'))} |"
         )
     lines += ["", "| stored turns | ingest per message p50 / p95 (ms) |", "|---|---|"]
     lines += [f"| {r['turns']:,} | {r['ms_p50']:.2f} / {r['ms_p95']:.2f} |" for r in data["ingest"]]
@@ -349,6 +396,10 @@ def text_report(data: dict[str, Any]) -> str:
             f"msg/s ({r['ratio']:.0%} of in-process)"
         )
     return "\n".join(lines)
+
+
+def _pair(figures: dict[str, float] | None) -> str:
+    return "–" if figures is None else f"{figures['p50']:.1f} / {figures['p95']:.1f}"
 
 
 def plot(data: dict[str, Any], path: Path) -> Path:
@@ -366,6 +417,14 @@ def plot(data: dict[str, Any], path: Path) -> Path:
         ("memory stage cold p95 (s)", [r["memory_stage_ms"]["cold"]["p95"] / 1000 for r in rows]),
     ):
         left.plot(sizes, values, marker="o", label=label)
+    opened = [(r["viewers"], r["memory_stage_ms"].get("window")) for r in rows]
+    opened = [(n, w["p95"] / 1000) for n, w in opened if w is not None]
+    if opened:  # measured only where the batch-window opening exists
+        left.plot(
+            *zip(*opened, strict=True), marker="s", label="memory stage, opened in window p95"
+        )
+    for r, y in zip(rows, [r["startup"]["seconds_min"] for r in rows], strict=True):
+        left.annotate(f"×{r['memories_per_viewer']}", (r["viewers"], y), fontsize=7)
     left.set(xscale="log", yscale="log", xlabel="viewers", ylabel="seconds",
              title="Cost against audience size")  # fmt: skip
     left.legend(fontsize=8)

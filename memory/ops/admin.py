@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from memory import errors, migrate
-from memory.adapters import qdrant
 from memory.consolidate import profile as profile_module
-from memory.ops import admin_channel, admin_io, admin_memory, admin_reembed, erasure, operations
+from memory.ops import admin_channel, admin_io, admin_memory, erasure, operations
 from memory.recall import retrieval
 from memory.spaces import embedders
 
@@ -70,11 +69,20 @@ async def open_services(
 ) -> AsyncIterator[admin_io.AdminServices]:
     """Postgres, and (``spaces``) the memory spaces and cache invalidation the operations need."""
     async with contextlib.AsyncExitStack() as stack:
-        db = await stack.enter_async_context(migrate.open_database(settings))
+        # the Qdrant client library takes ~0.8 s to import: done in a thread while Postgres
+        # starts or connects (the embedded one takes ~0.5 s), not one after the other
+        importing = asyncio.create_task(asyncio.to_thread(_import_qdrant)) if spaces else None
+        try:
+            db = await stack.enter_async_context(migrate.open_database(settings))
+        finally:
+            if importing is not None:
+                await importing
         if not spaces:
             ops = operations.Operations(db, cast("ports.MemorySpaces", _NoSpaces()))
             yield admin_io.AdminServices(db=db, ops=ops, settings=settings)
             return
+        from memory.adapters import qdrant  # imported above: at no cost now
+
         embedder = await embedders.build_embedder(settings)
         memory_spaces = await qdrant.open_spaces(settings, embedder)
         stack.push_async_callback(memory_spaces.close)
@@ -89,6 +97,10 @@ async def open_services(
             preview_window=erasure.preview_window(settings),
         )
         yield admin_io.AdminServices(db=db, ops=ops, settings=settings)
+
+
+def _import_qdrant() -> None:
+    from memory.adapters import qdrant  # noqa: F401  (the import is the point)
 
 
 async def _shared(
@@ -216,7 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _handler(args: argparse.Namespace) -> admin_io.Handler:
     if args.command in admin_memory.HANDLERS:
         return admin_memory.HANDLERS[args.command]
-    if args.command in admin_reembed.HANDLERS:
+    if args.command in OWN_QDRANT:  # imported when asked for: tqdm and the rebuild machinery
+        from memory.ops import admin_reembed
+
         return admin_reembed.HANDLERS[args.command]
     return admin_channel.HANDLERS[args.command]
 

@@ -190,6 +190,16 @@ class Planner:
         )
         return models.Plan(viewers=viewers, sources=tuple(sources))
 
+    def viewers_of(self, event: models.ChatEvent) -> list[str]:
+        """User ids whose personal space a batch holding ``event`` may be recalled from: its
+        author and the viewers it names (as ``plan`` resolves them; selection comes later)."""
+        if event.is_command or identity.normalize_login(event.login) == self.bot_login:
+            return []
+        local = directory.ViewerDirectory()
+        local.register(event.user_id, event.login, event.name)
+        named, _ = self._mentions(event.text, local, author_id=event.user_id)
+        return [event.user_id, *(user_id for _, user_id in named)]
+
     def _select(self, candidates: dict[str, _Candidate]) -> list[_Candidate]:
         if not self.rank_viewers:  # ablation: every viewer, in batch order, uncapped
             return sorted(candidates.values(), key=lambda c: c.order)

@@ -48,6 +48,9 @@ class InMemorySpaces:
     async def close(self) -> None:
         return None
 
+    async def warm(self, spaces: Collection[str]) -> int:
+        return 0  # nothing to open
+
     async def upsert(self, records: Sequence[records.MemoryRecord]) -> None:
         for record in records:
             spaces_module.validate_record(record)
