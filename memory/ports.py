@@ -37,6 +37,10 @@ class Cache(Protocol):
 
     async def get(self, key: str) -> str | None: ...
 
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """The values of ``keys`` in order (None: missing), in one round trip."""
+        ...
+
     async def set(self, key: str, value: str, ttl_seconds: float) -> None: ...
 
     async def delete_prefix(self, prefix: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
@@ -14,6 +15,9 @@ from memory.recall import cache as cache_module
 from memory.recall import retrieval, sources
 from tests import retrieval_support as support
 from tests.fakes import spaces as fake_spaces
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 async def test_cache_ttl_per_kind_and_invalidation() -> None:
@@ -198,6 +202,9 @@ async def test_a_cache_outage_is_a_miss_not_a_failure() -> None:
         async def get(self, key: str) -> str | None:
             raise ConnectionError("down")
 
+        async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+            raise ConnectionError("down")
+
         async def set(self, key: str, value: str, ttl_seconds: float) -> None:
             raise ConnectionError("down")
 
@@ -252,6 +259,49 @@ async def test_an_invalidation_by_another_process_stops_the_refill(redis_url: st
         store.release.set()
         await before
         assert (await bot.retrieve(plan, support.one_batch(), [])).items == []
+    finally:
+        await shared.delete_prefix("")
+        await shared.aclose()
+
+
+async def test_a_shared_cache_is_read_in_one_round_trip_before_a_fetch() -> None:
+    """The cached value and the invalidation marker come in one request (issue 15: Redis)."""
+
+    class Counting(cache_module.InProcessCache):
+        def __init__(self) -> None:
+            super().__init__()
+            self.requests: list[str] = []
+
+        async def get(self, key: str) -> str | None:
+            self.requests.append("get")
+            return await super().get(key)
+
+        async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+            self.requests.append(f"get_many:{len(keys)}")
+            return [await super(Counting, self).get(key) for key in keys]
+
+        async def set(self, key: str, value: str, ttl_seconds: float) -> None:
+            self.requests.append("set")
+            await super().set(key, value, ttl_seconds)
+
+    shared = Counting()
+    retriever = support.make_retriever({"recall": support.Fetcher("recall")}, cache=shared)
+    retriever._shared = True  # as for Redis: invalidation markers are read from the cache
+    plan = models.Plan(sources=(support.source("recall", "alice"),))
+    await retriever.retrieve(plan, support.one_batch(), [])
+    assert shared.requests == ["get_many:2", "get", "set"]  # miss: read, marker check, fill
+    shared.requests.clear()
+    await retriever.retrieve(plan, support.one_batch(), [])
+    assert shared.requests == ["get_many:2"]  # hit
+
+
+async def test_redis_get_many_answers_in_order(redis_url: str) -> None:
+    shared = redis_adapter.RedisCache.from_url(redis_url, prefix=f"lmtest:{uuid.uuid4().hex}:")
+    try:
+        await shared.set("a", "1", 60)
+        await shared.set("c", "3", 60)
+        assert await shared.get_many(["a", "b", "c"]) == ["1", None, "3"]
+        assert await shared.get_many([]) == []
     finally:
         await shared.delete_prefix("")
         await shared.aclose()

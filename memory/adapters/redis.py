@@ -57,6 +57,16 @@ class RedisCache:
             return None
         return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        if not keys:
+            return []
+        with self._wrap():
+            values: list[Any] = await self._client.mget([self._prefix + key for key in keys])
+        return [
+            None if v is None else v.decode("utf-8") if isinstance(v, bytes) else str(v)
+            for v in values
+        ]
+
     async def set(self, key: str, value: str, ttl_seconds: float) -> None:
         with self._wrap():
             if ttl_seconds <= 0:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,9 @@ class InProcessCache:
             return None
         self._entries.move_to_end(key)
         return value
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        return [await self.get(key) for key in keys]
 
     async def set(self, key: str, value: str, ttl_seconds: float) -> None:
         if ttl_seconds <= 0:

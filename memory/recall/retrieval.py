@@ -213,15 +213,16 @@ class Retriever:
         self, source: models.PlannedSource, spec: sources.SourceSpec, batch: models.Batch
     ) -> list[models.RecallItem]:
         key = cache_key(source, spec, batch.stream, [event.user_id for event in batch.chat])
+        group = f"v:{source.user_id}" if spec.scope == "viewer" else f"k:{spec.kind}"
+        generation: tuple[int, str | None] | None = None
         if spec.ttl_seconds > 0:
-            cached = await self._cache_get(key)
+            # one round trip: the cached value and what has invalidated its group so far
+            cached, generation = await self._cache_read(key, group)
             if cached is not None:
                 self._count(spec.kind, "hit")
                 return _decode(cached)
-        group = f"v:{source.user_id}" if spec.scope == "viewer" else f"k:{spec.kind}"
 
         async def load() -> list[models.RecallItem]:
-            generation = await self._generation(group) if spec.ttl_seconds > 0 else None
             items = await spec.fetch(source, batch)
             # an invalidation while fetching (forget, correct) may have removed what was read
             if generation is not None and await self._generation(group) == generation:
@@ -235,6 +236,18 @@ class Retriever:
     def _count(self, kind: str, outcome: str) -> None:
         if self.metrics is not None:
             self.metrics.cache_lookup(kind, outcome)
+
+    async def _cache_read(self, key: str, group: str) -> tuple[str | None, tuple[int, str | None]]:
+        """The cached value of ``key`` and ``group``'s generation (``_generation``), read together
+        (the generation before the fetch: an invalidation after it stops the refill)."""
+        local = self._generations.get(group, 0)
+        keys = [key, f"{CACHE_VERSION}:gen:{group}"] if self._shared else [key]
+        try:
+            values = await self.cache.get_many(keys)
+        except Exception:  # a cache outage is a miss, not a failed source
+            logger.warning("memory cache read failed", exc_info=True)
+            return None, (local, None)
+        return values[0], (local, values[1] if self._shared else None)
 
     async def _cache_get(self, key: str) -> str | None:
         try:
