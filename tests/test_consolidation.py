@@ -11,8 +11,8 @@ from memory.adapters import ollama as ollama_adapter
 from memory.consolidate import barrier, consolidation, jobs
 from memory.consolidate import profile as profile_module
 from memory.history import transcript
-from memory.ops import operations
-from memory.spaces import records
+from memory.ops import erasure, operations
+from memory.spaces import lexical, records
 from tests.fakes import spaces as fake_spaces
 
 if TYPE_CHECKING:
@@ -134,6 +134,40 @@ async def test_each_viewer_space_holds_only_that_viewers_own_statement(
     assert result.personal == 1 and result.episodic == 1
     assert result.dropped == {"m1": "not_self_statement"}
     assert result.viewers == ("1001",)
+
+
+async def test_an_answer_keeps_the_terms_of_the_question_it_answers_never_its_text(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    question = "@alice where did you move from?"
+    asked = await journal_turn(db, [msg("m1", "bob", question)])
+    answered = await journal_turn(db, [msg("m2", "alice", "Sweden, four years ago!", second=5)])
+    chatter = await journal_turn(
+        db,
+        [
+            msg("m3", "bob", "this boss is hard", second=9),
+            msg("m4", "alice", "I love pizza", second=10),
+        ],
+    )
+    for turn_id in (asked, answered, chatter):
+        await consolidator.consolidate(turn_id)
+
+    memories = {r.text: r for r in await spaces.list(identity.personal_key("1001"))}
+    sweden, pizza = memories["Sweden, four years ago!"], memories["I love pizza"]
+    assert sweden.context_message_id == "m1"
+    assert sweden.context_terms == lexical.context_terms(question) != ()
+    assert pizza.context_terms == () and pizza.context_message_id is None  # not a question
+    hits = await spaces.search(identity.personal_key("1001"), "where did alice move from")
+    assert hits[0].record.id == sweden.id
+
+    # forgetting the one who asked takes their terms out of alice's memory too
+    erased = await erasure.Eraser(db, spaces).erase_viewer("1002", actor="test")
+    assert erased.contexts_dropped == 1
+    [after] = await spaces.get(identity.personal_key("1001"), [sweden.id])
+    assert after.text == sweden.text
+    assert after.context_terms == () and after.context_message_id is None
 
 
 async def test_the_episode_holds_the_public_turn_and_the_reply(

@@ -68,6 +68,35 @@ async def test_the_sparse_half_finds_a_rare_word_and_its_inflections(blind: Any)
     assert hits[0].record.id == target.id
 
 
+async def test_an_answer_is_found_by_the_words_of_the_question_it_answers(blind: Any) -> None:
+    await blind.upsert([record(ALICE, text) for text in FILLER])
+    question = "@alice where did you move from?"
+    answer = record(
+        ALICE,
+        "Sweden, four years ago!",
+        context_terms=lexical.context_terms(question),
+        context_message_id="m1",
+    )
+    bare = record(ALICE, "Norway is lovely in june")  # the same kind of answer, no question
+    await blind.upsert([answer, bare])
+    hits = await blind.search(ALICE, "where did alice move from", limit=3)
+    assert hits[0].record.id == answer.id
+    assert hits[0].record.text == "Sweden, four years ago!"  # the question's words are not shown
+    [stored] = await blind.get(ALICE, [answer.id])
+    assert stored.context_terms == answer.context_terms and stored.context_message_id == "m1"
+
+
+def test_context_terms_come_only_from_a_question_and_weigh_less_than_own_words() -> None:
+    assert lexical.context_terms("nice stream today") == ()
+    terms = lexical.context_terms("where do you live?")
+    [rome, live] = [lexical.term_id(term) for term in embedders.terms("Rome live")]
+    assert terms == (live,)
+    own = dict(zip(*lexical.document("I live in Rome"), strict=True))
+    answered = dict(zip(*lexical.document("Rome", context=terms), strict=True))
+    assert answered[live] == pytest.approx(lexical.CONTEXT_WEIGHT * answered[rome])
+    assert own[live] == pytest.approx(own[rome])
+
+
 async def test_the_speaker_is_indexed_with_the_text(blind: Any) -> None:
     episodes = [
         record(STREAM, text, kind=records.MemoryKind.EPISODIC, login=login)

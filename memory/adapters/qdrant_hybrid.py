@@ -23,7 +23,7 @@ def point_vector(hybrid: bool, record: memory_records.MemoryRecord, dense: list[
     """What a point of ``record`` stores: both vectors in a hybrid collection, else the dense one."""
     if not hybrid:
         return dense
-    indices, values = lexical.document(record.text, record.login)
+    indices, values = lexical.document(record.text, record.login, record.context_terms)
     return {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
 
 

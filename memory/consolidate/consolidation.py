@@ -125,6 +125,15 @@ class _Draft:
 
 
 @dataclass(frozen=True, slots=True)
+class _Before:
+    """The chat message before another: the noise filter's context, the question a memory answers."""
+
+    user_id: str
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Message:
     event: models.ChatEvent
     redacted: bool
@@ -192,7 +201,7 @@ class Consolidator:
                 else None
             )
         messages = [_event(row) for row in rows]
-        context = (before["user_id"], before["text"]) if before else None
+        context = _Before(before["user_id"], before["id"], before["text"]) if before else None
         tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
@@ -250,10 +259,12 @@ class Consolidator:
         messages: Sequence[_Message],
         tombstones: Mapping[tuple[str, str], datetime | None],
         decision: barrier.BarrierDecision,
-        context: tuple[str, str] | None = None,
+        context: _Before | None = None,
     ) -> _Draft:
         """What the turn gives, minus everything forgotten (redacted, tombstoned). ``context``:
-        (author, text) of the stream's message before the turn."""
+        the stream's message before the turn."""
+        if context is not None and ("viewer", context.user_id) in tombstones:
+            context = None  # a forgotten viewer's words index nothing
         public = [
             m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
         ]
@@ -348,25 +359,27 @@ class Consolidator:
         turn_id: str,
         events: Sequence[models.ChatEvent],
         decision: barrier.BarrierDecision,
-        context: tuple[str, str] | None = None,
+        context: _Before | None = None,
     ) -> tuple[list[memory_records.MemoryRecord], dict[str, str]]:
         records: list[memory_records.MemoryRecord] = []
         dropped: dict[str, str] = {}
         for event in events:
-            author, asked = context or ("", None)
-            context = (event.user_id, event.text)
+            before = context if context is not None and context.user_id != event.user_id else None
+            asked = before.text if before is not None else None
+            context = _Before(event.user_id, event.id, event.text)
             reason = self._ineligible(event, decision)
             if reason is None:
                 verdict = noise.classify(
                     event.text,
                     bot_names=(self.settings.bot_name,),
-                    previous=asked if author != event.user_id else None,
+                    previous=asked,
                 )
                 reason = None if verdict.keep else verdict.reason
             if reason is not None:
                 dropped[event.id] = reason
                 continue
-            record = documents.personal_record(turn_id, event)
+            answers = (before.message_id, before.text) if before is not None else None
+            record = documents.personal_record(turn_id, event, answers)
             records.append(dataclasses.replace(record, space=self._space(event.user_id)))
         return records, dropped
 

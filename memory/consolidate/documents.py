@@ -10,7 +10,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
-from memory.spaces import records
+from memory.spaces import lexical, records
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -25,8 +25,13 @@ def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, f"{turn_id}\x1f{author}\x1f{kind}\x1f{part}"))
 
 
-def personal_record(turn_id: str, event: models.ChatEvent) -> records.MemoryRecord:
-    """A viewer's own statement as a personal memory, with its provenance."""
+def personal_record(
+    turn_id: str, event: models.ChatEvent, answers: tuple[str, str] | None = None
+) -> records.MemoryRecord:
+    """A viewer's own statement as a personal memory, with its provenance. ``answers``: (message
+    id, text) of another viewer's message just before it; when it is a question, the memory is
+    also indexed with its terms (``lexical.context_terms``; never its text)."""
+    context = lexical.context_terms(answers[1]) if answers else ()
     return records.MemoryRecord(
         id=point_id(turn_id, event.user_id, records.MemoryKind.PERSONAL, event.id),
         space=identity.personal_key(event.user_id),
@@ -40,6 +45,8 @@ def personal_record(turn_id: str, event: models.ChatEvent) -> records.MemoryReco
         participants=(event.user_id,),
         first_ts=event.ts,
         last_ts=event.ts,
+        context_terms=context,
+        context_message_id=answers[0] if answers and context else None,
     )
 
 

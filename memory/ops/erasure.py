@@ -34,7 +34,7 @@ from memory.adapters import postgres
 from memory.consolidate import consolidation, documents
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from config.settings import Settings
     from memory import ports
@@ -60,6 +60,8 @@ class Erasure:
     episodes_deleted: int = 0
     history_items: int = 0
     storage_files: int = 0
+    #: other viewers' memories re-indexed without the viewer's question terms
+    contexts_dropped: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class Erasure:
             "episodes_deleted": self.episodes_deleted,
             "history_items": self.history_items,
             "storage_files": self.storage_files,
+            "contexts_dropped": self.contexts_dropped,
         }
 
 
@@ -109,10 +112,16 @@ class Eraser:
                     sql.queries["erasure_viewer"], user_id, actor, reason, self.preview_window
                 )
             )
+        answered = await self._answered(user_id)
         streams: list[str] = result.pop("streams")
         turn_ids = set(result.pop("turn_ids"))
         rewritten, deleted = await self._episodes(user_id, streams, turn_ids)
-        touched = [identity.personal_key(user_id), *map(identity.episodic_key, streams)]
+        contexts = await self._drop_contexts(answered)
+        touched = [
+            identity.personal_key(user_id),
+            *map(identity.episodic_key, streams),
+            *(identity.personal_key(other) for other in answered),
+        ]
         files = await self.spaces.vacuum(touched)
         items = await self._history(streams, user_id, turn_ids, texts)
         await self.invalidator.invalidate_viewer(user_id, everywhere=True)
@@ -125,7 +134,33 @@ class Eraser:
             episodes_deleted=deleted,
             history_items=items,
             storage_files=files,
+            contexts_dropped=contexts,
         )
+
+    async def _answered(self, user_id: str) -> dict[str, set[str]]:
+        """Viewer → the ids of this viewer's messages that one of theirs came right after."""
+        with postgres.wrap_errors("erase viewer"):
+            rows = await self.db.pool.fetch(sql.queries["erasure_answered"], user_id)
+        answered: dict[str, set[str]] = {}
+        for row in rows:
+            answered.setdefault(row["user_id"], set()).add(row["question_id"])
+        return answered
+
+    async def _drop_contexts(self, answered: Mapping[str, Collection[str]]) -> int:
+        """Re-index, without the erased viewer's terms, the other viewers' memories that answered
+        one of their questions (``lexical.context_terms``); returns how many."""
+        dropped = 0
+        for other, questions in answered.items():
+            space = identity.personal_key(other)
+            replaced = [
+                dataclasses.replace(record, context_terms=(), context_message_id=None)
+                for record in await self.spaces.list(space, limit=consolidation.LIST_LIMIT)
+                if record.context_message_id in questions
+            ]
+            if replaced:
+                await self.spaces.upsert(replaced)
+                dropped += len(replaced)
+        return dropped
 
     async def _episodes(
         self, user_id: str, streams: Sequence[str], turn_ids: Collection[str]

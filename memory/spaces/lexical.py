@@ -10,6 +10,12 @@ by who said it. A term's weight in a document is BM25's saturated term frequency
 applies them at query time, ``log(1 + (N − df + ½)/(df + ½))``). A query is its distinct terms,
 weight 1 each.
 
+A memory that answers a question is also indexed with the question's terms, at ``CONTEXT_WEIGHT``
+of its own (document expansion): "Sweden!" after "where did you move from?" is found by "where did
+Caroline move from". Only the term ids (``context_terms``) are kept with the memory, never the
+question's text, and never as the memory's words: the text shown and attributed is the viewer's own.
+LoCoMo's development half (conversations 1–5, offline embedder): R@5 0.469 → 0.51.
+
 The two rankings are fused by reciprocal rank fusion in one ``query_points`` call (prefetches and
 ``Fusion.RRF``): a memory ranked ``r`` (from 0) in a list scores ``1 / (r + k)`` there, summed over the
 lists (Qdrant's formula, ``k`` = 2), so ranks matter, not the two scales; the sparse prefetch enters
@@ -44,6 +50,11 @@ RRF_K = 2
 #: with one copy, 0.497 with two (weighted RRF at 2: 0.487, at 3: 0.497; k = 10: 0.466).
 SPARSE_COPIES = 2
 
+#: a context term (the question a memory answers) weighs this much of one of the memory's own terms
+CONTEXT_WEIGHT = 0.5
+#: at most this many context terms are kept with a memory
+MAX_CONTEXT_TERMS = 32
+
 SparseVector = tuple[list[int], list[float]]
 
 
@@ -57,14 +68,28 @@ def _vector(weights: Mapping[int, float]) -> SparseVector:
     return indices, [weights[i] for i in indices]
 
 
-def document(text: str, speaker: str | None = None) -> SparseVector:
-    """The sparse vector of a stored text (and its speaker's login)."""
+def document(text: str, speaker: str | None = None, context: Sequence[int] = ()) -> SparseVector:
+    """The sparse vector of a stored text (and its speaker's login, and the ``context_terms`` of the
+    question it answers, at ``CONTEXT_WEIGHT``)."""
     terms = embedders.terms(text)
     if speaker:
         terms += embedders.terms(speaker.replace("_", " "))
-    counts = Counter(term_id(t) for t in terms)
     norm = K1 * (1 - B + B * len(terms) / AVERAGE_TERMS)
-    return _vector({i: tf * (K1 + 1) / (tf + norm) for i, tf in counts.items()})
+
+    def saturated(tf: int) -> float:
+        return tf * (K1 + 1) / (tf + norm)
+
+    weights = {i: saturated(tf) for i, tf in Counter(term_id(t) for t in terms).items()}
+    for i, tf in Counter(context).items():
+        weights[i] = weights.get(i, 0.0) + CONTEXT_WEIGHT * saturated(tf)
+    return _vector(weights)
+
+
+def context_terms(question: str) -> tuple[int, ...]:
+    """The term ids a memory answering ``question`` is also indexed with (empty: not a question)."""
+    if "?" not in question:
+        return ()
+    return tuple(term_id(t) for t in embedders.terms(question))[:MAX_CONTEXT_TERMS]
 
 
 def query(text: str) -> SparseVector:

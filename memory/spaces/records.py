@@ -51,6 +51,11 @@ class MemoryRecord:
     created_at: datetime = field(default_factory=models.utcnow)
     #: for a correction: the id of the memory it replaces
     corrects: str | None = None
+    #: the term ids of the question this memory answers (another viewer's message just before it),
+    #: indexed with it at a lower weight (``lexical.document``); never the question's text
+    context_terms: tuple[int, ...] = ()
+    #: the transcript id of that question (so forgetting its author can drop the terms)
+    context_message_id: str | None = None
     #: free-form extra payload (e.g. lore entity names, the bot's reply of an episode)
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -155,6 +155,8 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
         "created_at": _iso(record.created_at),
         "corrects": record.corrects,
         "extra": dict(record.extra),
+        "context_terms": list(record.context_terms),
+        "context_message_id": record.context_message_id,
         "schema": SCHEMA,
     }
 
@@ -162,8 +164,12 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
 def from_payload(payload: Mapping[str, Any]) -> records.MemoryRecord:
     values: dict[str, Any] = {
         name: payload.get(name)
-        for name in ("id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects")
-    }
+        for name in (
+            "id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects",
+            "context_message_id",
+        )
+    }  # fmt: skip
+    values["context_terms"] = tuple(payload.get("context_terms") or ())
     values["kind"] = records.MemoryKind(payload["kind"])
     values["origin_message_ids"] = tuple(payload.get("origin_message_ids") or ())
     values["participants"] = tuple(payload.get("participants") or ())

@@ -34,3 +34,15 @@ INSERT INTO jobs (kind, dedupe_key, payload, max_attempts, scheduled_at)
 VALUES ($1, $2, $3::jsonb, $4, $5)
 ON CONFLICT (kind, dedupe_key) DO NOTHING
 RETURNING id;
+
+-- erasure_answered --
+-- description: the messages that came right after one of viewer $1's in its stream, by someone else (a memory of theirs may be indexed with the terms of the viewer's question: lexical.context_terms); returns each one's author and the viewer's message id
+SELECT n.user_id, m.id AS question_id
+FROM messages m
+CROSS JOIN LATERAL (
+    SELECT user_id FROM messages n
+    WHERE n.stream = m.stream AND n.kind = 'message' AND (n.ts, n.seq) > (m.ts, m.seq)
+    ORDER BY n.ts, n.seq
+    LIMIT 1
+) n
+WHERE m.user_id = $1 AND m.kind = 'message' AND n.user_id <> $1;

@@ -43,8 +43,8 @@ SELECT id, stream, user_id, login, display_name, badges, text, ts, kind, event, 
 FROM messages_visible WHERE id = ANY($1::text[]) ORDER BY ts, seq;
 
 -- memory_message_before --
--- description: the author and text of the chat message of stream $1 just before message $2 (context for the noise filter); no row when none
-SELECT user_id, text FROM messages_visible
+-- description: the id, author and text of the chat message of stream $1 just before message $2 (context for the noise filter and the question a memory answers); no row when none
+SELECT id, user_id, text FROM messages_visible
 WHERE stream = $1 AND kind = 'message'
   AND (ts, seq) < (SELECT ts, seq FROM messages WHERE id = $2)
 ORDER BY ts DESC, seq DESC LIMIT 1;

@@ -63,7 +63,12 @@ class InMemorySpaces:
                 record=record,
                 vector=np.asarray(vector, dtype=np.float64) / (np.linalg.norm(vector) or 1.0),
                 corrected_by=old.corrected_by if old else None,
-                sparse=dict(zip(*lexical.document(record.text, record.login), strict=True)),
+                sparse=dict(
+                    zip(
+                        *lexical.document(record.text, record.login, record.context_terms),
+                        strict=True,
+                    )
+                ),
             )
         for record in records:
             target = self._spaces[record.space].get(record.corrects or "")
