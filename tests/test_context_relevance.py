@@ -58,3 +58,24 @@ def test_the_budget_goes_to_the_best_scores_across_sources() -> None:
     assert len(full.items) == 4
     tight = context.assemble(outcomes, [], token_budget=full.tokens_estimate - 20)
     assert {i.source for i in tight.items} == {"episodic", "state"}
+
+
+def test_an_episode_a_viewers_memory_above_it_already_shows_is_dropped() -> None:
+    outcomes = [
+        ok(
+            src("recall", "alice"),
+            item("recall", "I moved from Sweden", "alice", origin=("m1",), score=0.9),
+        ),
+        ok(
+            src("episodic"),
+            item("episodic", "alice: I moved from Sweden", origin=("m1",), score=0.8),
+            item("episodic", "alice: I moved from Sweden\nbob: wow", origin=("m1", "m2"), score=0.7),
+            item("episodic", "bob: I love Sweden", origin=("m3",), score=0.95),
+        ),
+    ]
+    assembled = context.assemble(outcomes, [], token_budget=1000)
+    assert [i.text for i in assembled.items] == [
+        "I moved from Sweden",
+        "bob: I love Sweden",  # the episodic section after the viewers'
+        "alice: I moved from Sweden\nbob: wow",  # a line more than the memory shows: kept
+    ]

@@ -309,10 +309,8 @@ def test_question_about_another_viewer_never_uses_the_askers_words_as_theirs() -
     history = [said("bob", "Alice lives in Rome"), said("alice", "I work as a graphic designer")]
     plan = make_planner().plan(batch(msg("carol", "where does Alice live?")), history)
     by_key = {s.key: s for s in plan.sources}
-    assert set(by_key) == {"profile:carol", "recall:carol", "profile:alice", "recall:alice"}
-    # the asker's recall searches the asker's own space with the asker's words
-    assert by_key["recall:carol"].user_id == "1003"
-    assert by_key["recall:carol"].query == "where does Alice live?"
+    # a question about Alice only: the asker's own memories would crowd Alice's out
+    assert set(by_key) == {"profile:alice", "recall:alice"}
     # Alice's own space is searched (only her statements are there), not with her name as a claim
     assert by_key["recall:alice"].user_id == "1001"
     assert "alice" not in by_key["recall:alice"].query.split()
@@ -329,7 +327,7 @@ def test_recall_request_about_another_viewer_is_explicit_for_them_only() -> None
     plan = make_planner().plan(batch(msg("bob", "what do you remember about @alice?")), history)
     by_key = {s.key: s for s in plan.sources}
     assert by_key["profile:alice"].explicit and by_key["recall:alice"].explicit
-    assert not by_key["profile:bob"].explicit
+    assert "profile:bob" not in by_key and "recall:bob" not in by_key
     assert "explicit_recall" not in plan.viewers[0].signals
 
 
@@ -436,6 +434,30 @@ def test_viewer_named_but_absent_is_planned_from_the_directory(
         assert named not in words and "caroline" not in words and "livememory" not in words
 
 
+def test_the_askers_own_memories_stay_when_the_question_is_also_about_them() -> None:
+    history = [said("alice", "I live in Turin"), said("bob", "I live in Milan")]
+    plan = make_planner().plan(batch(msg("bob", "does @alice live near me?")), history)
+    assert {"recall:alice", "recall:bob"} <= {s.key for s in plan.sources}
+    plan = make_planner().plan(
+        batch(msg("bob", "where does @alice live?"), msg("bob", "I moved to Milan")),
+        history,
+    )
+    assert {"recall:alice", "recall:bob"} <= {s.key for s in plan.sources}
+
+
+def test_a_question_to_the_bot_consults_the_stream_and_one_about_it_the_lore() -> None:
+    plan = make_planner().plan(batch(msg("alice", "@livememory what did carol cook?")), [])
+    [episodic] = [s for s in plan.sources if s.kind == "episodic"]
+    assert episodic.query == "carol cook"
+    plan = make_planner().plan(batch(msg("alice", "@livememory what do you run on?")), [])
+    assert "lore" in kinds(plan)
+    assert "episodic" in kinds(plan)
+    plan = make_planner().plan(batch(msg("alice", "@livememory do you remember my cat?")), [])
+    assert "lore" not in kinds(plan)  # about the asker: their own memories
+    plan = make_planner().plan(batch(msg("alice", "what did carol cook?")), [])
+    assert "episodic" not in kinds(plan)  # not put to the bot
+
+
 def test_named_viewers_own_space_is_searched_with_the_question_not_as_their_statement() -> None:
     plan = directory_planner().plan(
         batch(msg("carol", "@livememory what did Caroline research last summer?")), []
@@ -443,15 +465,14 @@ def test_named_viewers_own_space_is_searched_with_the_question_not_as_their_stat
     by_key = {s.key: s for s in plan.sources}
     assert by_key["recall:caroline_k"].user_id == "2002"
     assert by_key["recall:caroline_k"].query == "what did research last summer"
-    assert by_key["recall:carol"].user_id == "1003"  # the asker's words search the asker's space
-    assert by_key["recall:carol"].query == "@livememory what did Caroline research last summer?"
+    assert "recall:carol" not in by_key  # a question about Caroline, not about the asker
 
 
 def test_recall_request_about_a_directory_viewer_is_explicit_for_them() -> None:
     plan = directory_planner().plan(batch(msg("alice", "what do you remember about @bob?")), [])
     by_key = {s.key: s for s in plan.sources}
     assert by_key["profile:bob"].explicit and by_key["recall:bob"].explicit
-    assert not by_key["profile:alice"].explicit
+    assert "profile:alice" not in by_key
 
 
 def test_batch_and_history_win_over_the_directory() -> None:

@@ -10,7 +10,8 @@ are shown in one section, most relevant first.
 
 Steps: normalize (case, punctuation, whitespace, accents) and deduplicate across sources (a
 viewer's items only against that viewer's own, so two viewers saying the same words both keep
-theirs); drop what the working history already shows; drop recall items that repeat a profile fact
+theirs; an episode whose lines the viewers' own memories already show adds nothing); drop what
+the working history already shows; drop recall items that repeat a profile fact
 of the same viewer; cap the block by a token budget; render labelled sections with every item
 attributed by login. When a viewer explicitly asked what the bot remembers, the block says so if
 the data is unavailable or if nothing is stored, so the model admits it instead of inventing.
@@ -189,6 +190,20 @@ def _select(
             continue
         seen.append((item.viewer, item.source, norm))
         seen_ids.add(item.memory_id)
+        kept.append(item)
+    return _without_shown_episodes(kept)
+
+
+def _without_shown_episodes(ranked: Sequence[models.RecallItem]) -> list[models.RecallItem]:
+    """Drop an episode whose lines the viewers' own memories ranked above it already show (the
+    one-line episode of a recalled statement adds nothing but tokens)."""
+    shown: set[str] = set()
+    kept: list[models.RecallItem] = []
+    for item in ranked:
+        if item.source in SECTION_OF:
+            shown.update(item.origin_message_ids)
+        elif item.source == "episodic" and shown.issuperset(item.origin_message_ids or ("",)):
+            continue
         kept.append(item)
     return kept
 

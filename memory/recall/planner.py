@@ -120,6 +120,9 @@ class _Candidate:
     signals: set[str] = field(default_factory=set)
     explicit: bool = False
     mentions: list[_Mention] = field(default_factory=list)
+    #: the viewer's messages that are questions about another viewer or about the bot, not about
+    #: themself ("what is @giulia's hobby?", "Mnemo are you scared of anything?")
+    questions_elsewhere: int = 0
 
     @property
     def score(self) -> float:
@@ -291,6 +294,13 @@ class Planner:
         if len(content_terms(norm, exclude=self.bot_words)) >= 2:  # one word or emote spam: no
             author.signals.add("active")
         named, names = self._mentions(text, local, author_id=event.user_id)
+        if (
+            "question" in author.signals
+            and _is_question(text, norm, self.bot_words)
+            and not words & lexicon.SELF_WORDS
+            and (named or (words & self.bot_words and self._bot_story(norm, words)))
+        ):
+            author.questions_elsewhere += 1
         for login, user_id in named:
             other = candidates.get(user_id)
             if other is None:
@@ -308,6 +318,13 @@ class Planner:
                 explicit=explicit,
             )
 
+        if candidate.texts and candidate.questions_elsewhere >= len(candidate.texts):
+            if not candidate.mentions:
+                # every message asks about someone else (or the bot): the asker's own memories
+                # would only crowd the answer out (synthetic stream: "what is @giulia's hobby?"
+                # showed the asker's hobby first)
+                return []
+            candidate.texts.clear()  # named by others too: searched with their words
         if candidate.texts:
             # the viewer's own messages: their words are the query of their own space
             query = _query(candidate.texts)
@@ -364,10 +381,15 @@ class Planner:
         return sources
 
     def _episodic_terms(self, text: str, norm: str) -> list[str] | None:
-        """The key terms of a reference to earlier in the stream; None when it is no reference."""
+        """The key terms of a reference to earlier in the stream, or of a question put to the bot
+        (what was said in the stream may answer it: LoCoMo's development half, R@5 0.513 → 0.582,
+        a third of the evidence missed was said *to* the viewer asked about, not by them); None
+        when it is neither."""
         words = set(norm.split())
         self_recall = _has(norm, lexicon.RECALL_REQUEST) and bool(words & lexicon.SELF_WORDS)
         question = _is_question(text, norm, self.bot_words)
+        if question and words & self.bot_words and not self_recall:
+            return content_terms(norm, exclude=self.bot_words) or None
         if (
             _has(norm, lexicon.TIME_REFERENCE)
             or (question and _has(norm, lexicon.WEAK_TIME_REFERENCE))
@@ -377,7 +399,7 @@ class Planner:
         return None
 
     def _lore_reference(self, norm: str, *, addressed: bool) -> bool:
-        """A canon name, a question about the bot's story, or (to the bot) about its feelings."""
+        """A canon name, a question about the bot's story, or (to the bot) about itself."""
         if _has(norm, self.lore_entities) or _has(norm, lexicon.SELF_STORY):
             return True
         if not addressed:
@@ -385,6 +407,14 @@ class Planner:
         words = set(norm.split())
         if _has(norm, lexicon.RECALL_REQUEST) and words & lexicon.SELF_WORDS:
             return False  # "what do you remember about me": explicit recall, not lore
+        # "what do you run on?": the bot itself is what is asked about (lore is cheap to search)
+        return self._bot_story(norm, words) or bool(
+            words & lexicon.YOU_WORDS and not words & lexicon.SELF_WORDS
+        )
+
+    @staticmethod
+    def _bot_story(norm: str, words: set[str]) -> bool:
+        """About the bot's feelings and tastes ("are you scared…", "your favourite…")."""
         return _has(norm, lexicon.BOT_PERSONAL) or bool(
             words & lexicon.YOUR_WORDS and words & lexicon.FAVOURITE_WORDS
         )

@@ -110,6 +110,8 @@ BOT_PERSONAL = phrases(
 )
 #: "your … favourite" / "il tuo … preferito": a possessive and a preference word in one message
 YOUR_WORDS = frozenset(phrases("your|yours|ur|tuo|tua|tuoi|tue"))
+#: the bot as the subject of a question ("what do you run on?", "tu cosa mangi?")
+YOU_WORDS = frozenset(phrases("you|u|yourself|tu|te|ti"))
 FAVOURITE_WORDS = frozenset(
     phrases(
         "favourite|favorite|favourites|favorites|fav|fave|preferito|preferita|preferiti|preferite"
