@@ -69,7 +69,9 @@ def test_an_episode_a_viewers_memory_above_it_already_shows_is_dropped() -> None
         ok(
             src("episodic"),
             item("episodic", "alice: I moved from Sweden", origin=("m1",), score=0.8),
-            item("episodic", "alice: I moved from Sweden\nbob: wow", origin=("m1", "m2"), score=0.7),
+            item(
+                "episodic", "alice: I moved from Sweden\nbob: wow", origin=("m1", "m2"), score=0.7
+            ),
             item("episodic", "bob: I love Sweden", origin=("m3",), score=0.95),
         ),
     ]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from memory.eval import REPO_ROOT, irc, locomo
+from memory.eval import REPO_ROOT, irc, locomo, suite
 
 
 def _data_dir() -> Path:
@@ -130,3 +131,16 @@ def test_busiest_hours(data_dir: Path) -> None:
     by_stream = {s[0].stream: s for s in streams}
     top = hours[0]
     assert len(irc.window(by_stream[top.stream], top.start)) == top.count
+
+
+def test_locomo_halves_split_the_conversations(data_dir: Path) -> None:
+    every = suite.locomo_case(data_dir, dataclasses.replace(suite.FULL, locomo_sessions=1))
+    halves = {
+        name: suite.locomo_case(
+            data_dir, dataclasses.replace(suite.FULL, locomo_sessions=1, **fields)
+        )
+        for name, fields in suite.LOCOMO_HALVES.items()
+    }
+    streams = {name: {e.stream for e in case.events} for name, case in halves.items()}
+    assert len(streams["dev"]) == 5 and not streams["dev"] & streams["held-out"]
+    assert streams["dev"] | streams["held-out"] == {e.stream for e in every.events}

@@ -59,6 +59,13 @@ def parser() -> argparse.ArgumentParser:
         help="full runs: only LoCoMo's first N conversations (a development subset; 1 = conv-26)",
     )
     p.add_argument(
+        "--locomo-half",
+        choices=tuple(suite.LOCOMO_HALVES),
+        default=None,
+        help="full runs: LoCoMo's development half (conversations 1-5, for tuning) or the "
+        "held-out half (6-10, for reporting)",
+    )
+    p.add_argument(
         "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
@@ -93,6 +100,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--embedder {args.embedder}")
     if args.locomo_first is not None:
         parts.append(f"--locomo-first {args.locomo_first}")
+    if args.locomo_half is not None:
+        parts.append(f"--locomo-half {args.locomo_half}")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
     elif args.command == "report" and args.bench_from:
@@ -114,6 +123,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         embedder=args.embedder,
         with_peers=not args.no_peers,
         locomo_first=args.locomo_first,
+        locomo_half=args.locomo_half,
     )
     print(report.quality_table(results))
     for source, why in skipped.items():

@@ -42,8 +42,15 @@ class Sizes:
     irc_hours: int
     #: cap on IRC messages (None: the whole busiest hours)
     irc_messages: int | None
+    #: LoCoMo conversations skipped before the ones loaded (the held-out half: 5)
+    locomo_skip: int = 0
 
 
+#: LoCoMo's development half (tuning) and held-out half (reporting): conversations 1–5 and 6–10
+LOCOMO_HALVES: dict[str, dict[str, Any]] = {
+    "dev": {"locomo_conversations": 5, "locomo_skip": 0},
+    "held-out": {"locomo_conversations": None, "locomo_skip": 5},
+}
 QUICK = Sizes(viewers=12, filler=220, locomo_conversations=1, locomo_sessions=3,
               locomo_questions=25, irc_hours=1, irc_messages=250)  # fmt: skip
 FULL = Sizes(viewers=40, filler=250, locomo_conversations=None, locomo_sessions=None,
@@ -56,13 +63,14 @@ def synthetic_case(sizes: Sizes, seed: int = SEED) -> harness.Case:
 
 
 def locomo_case(data_dir: Path, sizes: Sizes) -> harness.Case:
+    wanted = sizes.locomo_conversations
     conversations = locomo.load(
         data_dir,
-        conversations=sizes.locomo_conversations,
+        conversations=None if wanted is None else sizes.locomo_skip + wanted,
         max_sessions=sizes.locomo_sessions,
         max_questions=sizes.locomo_questions,
     )
-    return harness.from_locomo(conversations)
+    return harness.from_locomo(conversations[sizes.locomo_skip :])
 
 
 def irc_case(data_dir: Path, sizes: Sizes) -> harness.Case:
@@ -110,12 +118,15 @@ async def run_quality(
     embedder: str = harness.DEFAULT_EMBEDDER,
     with_peers: bool = True,
     locomo_first: int | None = None,
+    locomo_half: str | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
     """Results per source (the system's, then its peers' on the same probes), and what was
     skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only."""
     sizes = QUICK if quick else FULL
     if locomo_first is not None and not quick:
         sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
+    if locomo_half is not None and not quick:
+        sizes = dataclasses.replace(sizes, **LOCOMO_HALVES[locomo_half])
     results: list[harness.Result] = []
     skipped: dict[str, str] = {}
     peer_embedder = await _peer_embedder(embedder) if with_peers else None
