@@ -83,8 +83,9 @@ class Planner(Protocol):
 class ViewerLookup(Protocol):
     """Known viewers by name, read synchronously by the planner (``directory.ViewerDirectory``)."""
 
-    def lookup(self, name: str) -> tuple[str, str] | None:
-        """(login, user id) of the viewer whose login or display name is ``name``, or None."""
+    def lookup(self, name: str, *, stream: str | None = None) -> tuple[str, str] | None:
+        """(login, user id) of the viewer whose login or display name is ``name``, or None (of
+        namesakes, the only one who chatted in ``stream``)."""
         ...
 
 

@@ -102,7 +102,9 @@ class Session:
             return False
         await self.services.transcript.append_events([event])
         if self.services.viewers is not None:  # the planner recognises them when named later
-            self.services.viewers.register(event.user_id, event.login, event.name)
+            self.services.viewers.register(
+                event.user_id, event.login, event.name, stream=event.stream
+            )
         if self.services.prefetch is not None:  # open their spaces while the batch is open
             self.services.prefetch.note(event)
         return True

@@ -605,3 +605,16 @@ def test_viewers_of_a_message_are_its_author_and_the_viewers_it_names() -> None:
     assert plans.viewers_of(event) == ["1001", "2001", "2002"]  # the bot itself is no viewer
     assert plans.viewers_of(msg("livememory", "hi @bob")) == []  # the bot's own line
     assert plans.viewers_of(msg("alice", "!forget last", kind=models.EventKind.COMMAND)) == []
+
+
+def test_of_namesakes_only_the_one_who_chatted_in_this_stream_is_taken() -> None:
+    known = make_directory(("3001", "john_a", "John"), ("3002", "john_b", "John"))
+    plans = planner.Planner(conftest.IsolatedSettings(bot_name="livememory"), directory=known)
+    question = batch(msg("alice", "@livememory what does John do for work?"))
+    assert "3001" not in {v.user_id for v in plans.plan(question, []).viewers}  # no guess
+    known.register("3002", "john_b", "John", stream="s0")  # chatted in another stream
+    assert {"3001", "3002"}.isdisjoint(v.user_id for v in plans.plan(question, []).viewers)
+    known.register("3001", "john_a", "John", stream="s1")  # chatted in this one (batch stream s1)
+    assert "3001" in {v.user_id for v in plans.plan(question, []).viewers}
+    known.register("3002", "john_b", "John", stream="s1")  # now both did: no guess again
+    assert {"3001", "3002"}.isdisjoint(v.user_id for v in plans.plan(question, []).viewers)

@@ -8,7 +8,9 @@ a deterministic function of the batch, the history and the directory's contents 
 
 When two viewers share a name (logins that normalise alike, a login renamed and taken by someone
 else, equal display names), the name resolves to nobody: the planner never guesses between two
-people.
+people — unless the lookup names a stream and exactly one of them has chatted in it since the bot
+started (three speakers called "John" in LoCoMo's conversations, replayed as one channel: a question
+in John's stream means that John).
 """
 
 from __future__ import annotations
@@ -34,15 +36,27 @@ class ViewerDirectory:
         self._names: dict[str, dict[str, str]] = {}
         #: user id → (login key, display-name key), to forget a viewer's old names on a rename
         self._keys: dict[str, tuple[str, str]] = {}
+        #: stream → the user ids registered as chatting in it
+        self._chatted: dict[str, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def register(self, user_id: str, login: str, display_name: str | None = None) -> None:
-        """Add or update a viewer; ``display_name=None`` keeps the one already known."""
+    def register(
+        self,
+        user_id: str,
+        login: str,
+        display_name: str | None = None,
+        *,
+        stream: str | None = None,
+    ) -> None:
+        """Add or update a viewer; ``display_name=None`` keeps the one already known; ``stream``:
+        they chatted in it."""
         login_key = identity.normalize_login(login)
         if not user_id or not login_key:
             return
+        if stream:
+            self._chatted.setdefault(stream, set()).add(user_id)
         old_login, old_name = self._keys.get(user_id, ("", ""))
         name_key = context.normalize(display_name) if display_name else old_name
         for index, key in ((self._logins, old_login), (self._names, old_name)):
@@ -56,16 +70,20 @@ class ViewerDirectory:
             self._names.setdefault(name_key, {})[user_id] = login
         self._keys[user_id] = (login_key, name_key)
 
-    def lookup(self, name: str) -> tuple[str, str] | None:
+    def lookup(self, name: str, *, stream: str | None = None) -> tuple[str, str] | None:
         """The one viewer called ``name`` (``@`` optional, any case): a login first, then a display
-        name; None when nobody or several viewers are called that."""
+        name; None when nobody or several viewers are called that — of several, the one who
+        chatted in ``stream`` when exactly one of them did."""
         for holders in (
             self._logins.get(identity.normalize_login(name)),
             self._names.get(context.normalize(name)),
         ):
             if holders:
                 if len(holders) > 1:
-                    return None  # two people answer to it: no guess
+                    here = self._chatted.get(stream or "", set())
+                    holders = {u: login for u, login in holders.items() if u in here}
+                    if len(holders) != 1:
+                        return None  # two people answer to it: no guess
                 ((user_id, login),) = holders.items()
                 return login, user_id
         return None

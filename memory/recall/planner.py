@@ -200,7 +200,7 @@ class Planner:
             return []
         local = directory.ViewerDirectory()
         local.register(event.user_id, event.login, event.name)
-        named, _ = self._mentions(event.text, local, author_id=event.user_id)
+        named, _ = self._mentions(event.text, local, author_id=event.user_id, stream=event.stream)
         return [event.user_id, *(user_id for _, user_id in named)]
 
     def _select(self, candidates: dict[str, _Candidate]) -> list[_Candidate]:
@@ -224,11 +224,14 @@ class Planner:
             local.register(event.user_id, event.login, event.name)
         return local
 
-    def _resolve(self, name: str, local: directory.ViewerDirectory) -> tuple[str, str] | None:
-        """The viewer called ``name``: the batch and history first, then the channel's directory."""
+    def _resolve(
+        self, name: str, local: directory.ViewerDirectory, stream: str
+    ) -> tuple[str, str] | None:
+        """The viewer called ``name``: the batch and history first, then the channel's directory
+        (where, of namesakes, only one who chatted in this stream is taken)."""
         found = local.lookup(name)
         if found is None and self.directory is not None:
-            found = self.directory.lookup(name)
+            found = self.directory.lookup(name, stream=stream)
         if found is None or identity.normalize_login(found[0]) == self.bot_login:
             return None
         return found
@@ -246,7 +249,7 @@ class Planner:
         )
 
     def _mentions(
-        self, text: str, local: directory.ViewerDirectory, *, author_id: str
+        self, text: str, local: directory.ViewerDirectory, *, author_id: str, stream: str
     ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
         login, and the normalized words of the names used."""
@@ -255,7 +258,7 @@ class Planner:
         found: dict[str, tuple[str, str]] = {}
         used: set[str] = set()
         for name in names:
-            viewer = self._resolve(name, local)
+            viewer = self._resolve(name, local, stream)
             if viewer is None or viewer[1] == author_id:
                 continue
             found.setdefault(viewer[1], viewer)
@@ -293,7 +296,7 @@ class Planner:
             author.signals.add("media")
         if len(content_terms(norm, exclude=self.bot_words)) >= 2:  # one word or emote spam: no
             author.signals.add("active")
-        named, names = self._mentions(text, local, author_id=event.user_id)
+        named, names = self._mentions(text, local, author_id=event.user_id, stream=event.stream)
         if (
             "question" in author.signals
             and _is_question(text, norm, self.bot_words)
