@@ -290,7 +290,8 @@ class Planner:
             author.explicit = True
         if words & self.bot_words:
             author.signals.add("bot_mention")
-        if _is_question(text, norm, self.bot_words):
+        question = _is_question(text, norm, self.bot_words)
+        if question:
             author.signals.add("question")
         if lexicon.URL.search(text) or words & lexicon.MEDIA_WORDS:
             author.signals.add("media")
@@ -298,8 +299,7 @@ class Planner:
             author.signals.add("active")
         named, names = self._mentions(text, local, author_id=event.user_id, stream=event.stream)
         if (
-            "question" in author.signals
-            and _is_question(text, norm, self.bot_words)
+            question
             and not words & lexicon.SELF_WORDS
             and (named or (words & self.bot_words and self._bot_story(norm, words)))
         ):
