@@ -15,6 +15,11 @@ bot opens a chatter's folder while their batch is still open), off the event loo
 allows it. A root written by the former single-folder
 layout (``<root>/meta.json``) is split into per-collection folders on first open (files moved,
 nothing copied).
+
+A folder opens from its snapshot (``qdrant_snapshot``) when it has a current one: ~1.3 ms instead of
+~9 ms for 100 memories. A call that writes removes the folder's snapshot first; closing a folder
+that was written to (evicted, or at ``close``) rebuilds it in a worker thread, and the folder waits
+for that before it opens again.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from qdrant_client.http import models as rest_models
 from qdrant_client.local import async_qdrant_local, persistence
 
 from memory import errors
+from memory.adapters import qdrant_snapshot
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Collection
@@ -50,6 +56,14 @@ DEFAULT_MAX_OPEN = 128
 #: a local folder opens in a worker thread only when SQLite connections may cross threads
 #: (``threadsafety`` 3: serialized); otherwise on the event loop, as before
 OPEN_IN_THREAD = sqlite3.threadsafety == 3
+#: the per-collection calls of ``AsyncQdrantClient`` that only read; any other call writes (it
+#: removes the folder's snapshot, which closing the folder rebuilds)
+READS = frozenset({
+    "count", "discover", "discover_batch", "facet", "get_collection", "query_batch_points",
+    "query_points", "query_points_groups", "recommend", "recommend_batch", "recommend_groups",
+    "retrieve", "scroll", "search", "search_batch", "search_groups", "search_matrix_offsets",
+    "search_matrix_pairs",
+})  # fmt: skip
 
 
 class FolderRouter:
@@ -70,8 +84,13 @@ class FolderRouter:
         self._leases: collections.Counter[str] = collections.Counter()
         #: collection name → the task opening its folder (``warm``)
         self._opening: dict[str, asyncio.Task[async_qdrant_local.AsyncQdrantLocal]] = {}
+        #: open folders written to since they opened: closing one rebuilds its snapshot
+        self._written: set[str] = set()
+        #: collection name → the task rebuilding its snapshot (the folder is closed meanwhile)
+        self._rebuilding: dict[str, asyncio.Task[bool]] = {}
         self._closed = False
         self.opened = 0  #: folders opened so far (tests, benchmarks)
+        self.from_snapshot = 0  #: of those, opened from their snapshot
         self._lock_file: IO[str] | None = _lock_root(root)
         try:
             split_legacy(root)
@@ -96,6 +115,7 @@ class FolderRouter:
         if await self.collection_exists(collection_name):
             raise ValueError(f"Collection {collection_name} already exists")
         async with self._lease(collection_name, create=True) as local:
+            self._written.add(collection_name)
             result: bool = await local.create_collection(collection_name, **kwargs)
             return result
 
@@ -107,7 +127,9 @@ class FolderRouter:
         if not await self.collection_exists(collection_name):
             return False
         await self._opened(collection_name)
+        await self._rebuilt(collection_name)
         local = self._open.pop(collection_name, None)
+        self._written.discard(collection_name)
         if local is not None:
             await local.close()
         shutil.rmtree(self._folder(collection_name), ignore_errors=True)
@@ -122,6 +144,10 @@ class FolderRouter:
         folder = self._folder(collection_name)
         if not folder.is_dir():
             return 0
+        await self._rebuilt(collection_name)
+        qdrant_snapshot.remove(folder)  # rebuilt from the vacuumed file when the folder closes
+        if collection_name in self._open:
+            self._written.add(collection_name)
         files = sorted(folder.rglob(STORAGE))
         for path in files:
             try:
@@ -162,8 +188,10 @@ class FolderRouter:
         if self._opening:  # a folder being opened ahead of use: let it finish, then close it
             await asyncio.gather(*self._opening.values(), return_exceptions=True)
         while self._open:
-            _, local = self._open.popitem()
-            await local.close()
+            name, local = self._open.popitem()
+            await self._close_folder(name, local)
+        if self._rebuilding:
+            await asyncio.gather(*self._rebuilding.values(), return_exceptions=True)
         self._unlock()
 
     def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
@@ -174,6 +202,9 @@ class FolderRouter:
             if collection_name is None:
                 raise NotImplementedError(f"{method} spans collections: not per-collection folders")
             async with self._lease(collection_name, create=False) as local:
+                if method not in READS:
+                    self._written.add(collection_name)
+                    qdrant_snapshot.remove(self._folder(collection_name))
                 return await getattr(local, method)(
                     *args, collection_name=collection_name, **kwargs
                 )
@@ -212,9 +243,12 @@ class FolderRouter:
         if local is None:
             if not create and not self._stored(name):
                 raise ValueError(f"Collection {name} not found")
-            local = async_qdrant_local.AsyncQdrantLocal(str(self._folder(name)))
-            self._open[name] = local
-            self.opened += 1
+            await self._rebuilt(name)  # then it may have been opened meanwhile
+            local = (
+                self._open.get(name)
+                or await self._opened(name)
+                or self._register(name, qdrant_snapshot.SnapshotLocal(str(self._folder(name))))
+            )
         self._open.move_to_end(name)
         self._leases[name] += 1
         try:
@@ -233,13 +267,12 @@ class FolderRouter:
 
         async def open_folder() -> async_qdrant_local.AsyncQdrantLocal:
             try:
+                await self._rebuilt(name)
                 if OPEN_IN_THREAD:
-                    local = await asyncio.to_thread(async_qdrant_local.AsyncQdrantLocal, path)
+                    local = await asyncio.to_thread(qdrant_snapshot.SnapshotLocal, path)
                 else:
-                    local = async_qdrant_local.AsyncQdrantLocal(path)
-                self._open[name] = local
-                self.opened += 1
-                return local
+                    local = qdrant_snapshot.SnapshotLocal(path)
+                return self._register(name, local)
             finally:
                 self._opening.pop(name, None)
 
@@ -254,6 +287,39 @@ class FolderRouter:
             return None
         return await asyncio.shield(task)
 
+    def _register(
+        self, name: str, local: qdrant_snapshot.SnapshotLocal
+    ) -> async_qdrant_local.AsyncQdrantLocal:
+        self._open[name] = local
+        self.opened += 1
+        self.from_snapshot += local.from_snapshot
+        return local
+
+    async def _rebuilt(self, name: str) -> None:
+        """Wait until the snapshot of ``name`` being rebuilt (if any) is written."""
+        task = self._rebuilding.get(name)
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def _close_folder(self, name: str, local: async_qdrant_local.AsyncQdrantLocal) -> None:
+        """Close an open folder; one written to gets its snapshot rebuilt in a worker thread."""
+        await local.close()
+        if name not in self._written:
+            return
+        self._written.discard(name)
+        folder = self._folder(name)
+
+        async def rebuild() -> bool:
+            try:
+                return await asyncio.to_thread(qdrant_snapshot.rebuild, folder)
+            except Exception as exc:  # the folder opens the usual way instead
+                logger.warning("embedded Qdrant: no snapshot of %s: %s", name, exc)
+                return False
+            finally:
+                self._rebuilding.pop(name, None)
+
+        self._rebuilding[name] = asyncio.create_task(rebuild(), name=f"qdrant-snapshot:{name}")
+
     async def _evict(self) -> None:
         """Close the least recently used folders beyond ``max_open`` (never one in use)."""
         if len(self._open) <= self.max_open:
@@ -261,7 +327,7 @@ class FolderRouter:
         for name in [n for n in self._open if n not in self._leases]:
             if len(self._open) <= self.max_open:
                 break
-            await self._open.pop(name).close()
+            await self._close_folder(name, self._open.pop(name))
 
     def _unlock(self) -> None:
         if self._lock_file is not None:
