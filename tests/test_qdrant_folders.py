@@ -201,7 +201,7 @@ async def test_a_search_during_a_warm_waits_for_that_opening(tmp_path: Path) -> 
         hits = await spaces.search(key, "where do you live", limit=1)
         assert [h.record.text for h in hits] == ["I live in Lyon"]
         assert await warming == 1
-        assert folders.opened == 2  # manifest + this folder, once (its lock refuses a second open)
+        assert folders.opened == 2  # manifest + this folder, once
 
 
 async def test_warm_is_bounded_by_the_open_folder_limit(tmp_path: Path) -> None:
