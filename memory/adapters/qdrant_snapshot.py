@@ -71,14 +71,23 @@ class SnapshotLocal(async_qdrant_local.AsyncQdrantLocal):
         self.from_snapshot = True
 
 
+def open_folder(folder: Path, *, snapshot: bool = True) -> async_qdrant_local.AsyncQdrantLocal:
+    """A local-mode client over one folder: from its snapshot when current (``snapshot``), else,
+    or with ``snapshot=False``, loaded the usual way (benchmarks compare the two)."""
+    opener = SnapshotLocal if snapshot else async_qdrant_local.AsyncQdrantLocal
+    return opener(str(folder))
+
+
 def path_of(folder: Path) -> Path:
     return folder / SNAPSHOT
 
 
 def remove(folder: Path) -> None:
     """Drop the snapshot of ``folder`` (before a write: it would be out of date, and may hold the
-    text being deleted)."""
+    text being deleted), and any temporary copy a crash left half-written."""
     path_of(folder).unlink(missing_ok=True)
+    for temporary in folder.glob(f".{SNAPSHOT}.*"):
+        temporary.unlink(missing_ok=True)
 
 
 def read(folder: Path, force_disable_check_same_thread: bool = False) -> tuple[str, Any] | None:
@@ -120,12 +129,16 @@ def write(folder: Path, name: str, collection: Any) -> bool:
         or meta.get("text_indexes")
     ):
         return False
+    try:
+        stamp = _stamp(_collection_dir(folder, name))
+    except OSError:
+        return False
     header = {
         "format": FORMAT,
         "qdrant_client": _version(),
         "name": name,
         "meta": meta_text,
-        "stamp": _stamp(_collection_dir(folder, name)),
+        "stamp": stamp,
     }
     state = {key: value for key, value in vars(collection).items() if key not in NOT_STATE}
     temporary = folder / f".{SNAPSHOT}.{uuid.uuid4().hex}"
@@ -134,7 +147,7 @@ def write(folder: Path, name: str, collection: Any) -> bool:
             pickle.dump(header, handle, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, path_of(folder))
-    except OSError as exc:  # a full disk or a read-only folder: opening stays the usual way
+    except Exception as exc:  # a full disk, a read-only folder: opening stays the usual way
         temporary.unlink(missing_ok=True)
         logger.warning("embedded Qdrant: cannot write %s: %s", path_of(folder), exc)
         return False
@@ -173,8 +186,12 @@ def _current(folder: Path, header: dict[str, Any]) -> bool:
 
 def _stamp(collection_dir: Path) -> Stamp:
     """What changes whenever SQLite writes the file: its size, times and inode, and the change
-    counter of its header (bytes 24–27, bumped by every committed write transaction)."""
+    counter of its header (bytes 24–27, bumped by every committed write transaction in the
+    rollback-journal mode qdrant-client uses). A write-ahead log beside it would hold writes the
+    file does not show yet: then there is no stamp (``OSError``), and no snapshot."""
     path = collection_dir / persistence.STORAGE_FILE_NAME
+    if path.with_name(f"{path.name}-wal").exists():
+        raise OSError(f"{path} has a write-ahead log")
     with path.open("rb") as handle:
         counter = handle.read(28)[24:28]
         stat = os.fstat(handle.fileno())
