@@ -3,8 +3,8 @@
     .venv/bin/python scripts/bench_snapshot.py [--points 20000]
 
 Fills one space with ``--points`` memories (offline embedder, dim 384) in a temporary data folder,
-then times: closing the store (it waits for the snapshot rebuild of the folder it wrote), opening the
-folder from its snapshot, and opening it the usual way (every point loaded). A stream's episodes
+then times: closing the store (it waits for the snapshot rebuild of the folder it wrote), opening
+the folder from its snapshot, and opening it the usual way (every point loaded). A stream's episodes
 are the large collection of a real channel: this is what start-up saves and shutdown pays for it.
 """
 

@@ -2,11 +2,11 @@
 
 Opening a local-mode folder loads every point the slow way: each one is unpickled (a ``PointStruct``
 with its vector as a list of floats), its payload copied through JSON, and the vectors stacked into
-an array: 5–7 ms for a viewer's 100 memories (12 ms p50 from disk). A cold memory stage that opens three viewers' folders
-spends most of its time there. A snapshot is the collection as a fresh load leaves it (vector arrays,
-payloads, ids, sparse-vector IDF counts), pickled into one file next to the folder's ``meta.json``;
-opening from it takes 1.1–1.5 ms (2 ms from disk): ``memory.eval.scale.folder_opening``, figures in
-``docs/evaluation.md``.
+an array: 5–7 ms for a viewer's 100 memories (12–23 ms p50 from disk). A cold memory stage that
+opens three viewers' folders spent most of its time there. A snapshot is the collection as a fresh
+load leaves it (vector arrays, payloads, ids, sparse-vector IDF counts), pickled into one file next
+to the folder's ``meta.json``; opening from it takes 1.1–1.7 ms (2 ms from disk):
+``memory.eval.scale.folder_opening``, figures in ``docs/evaluation.md``.
 
 A snapshot is a copy, never the record:
 
