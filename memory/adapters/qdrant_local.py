@@ -202,7 +202,8 @@ class FolderRouter:
             if collection_name is None:
                 raise NotImplementedError(f"{method} spans collections: not per-collection folders")
             async with self._lease(collection_name, create=False) as local:
-                if method not in READS:
+                if method not in READS and collection_name not in self._written:
+                    # the first write since the folder opened; no snapshot appears while it is open
                     self._written.add(collection_name)
                     qdrant_snapshot.remove(self._folder(collection_name))
                 return await getattr(local, method)(
