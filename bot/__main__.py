@@ -1,4 +1,7 @@
-"""``python -m bot run | replay FILE | console`` — the bot's entry points.
+"""``python -m bot run | replay FILE | console | web | import FILE`` — the bot's entry points.
+
+``run`` and ``console`` host the admin endpoint ``python -m memory.admin`` forwards to, and with
+``--web`` the dashboard (``bot.hosting``).
 
 Settings are loaded once here and passed down. Expected errors (a service down, a malformed
 transcript line, Ollama not running) print one clear line and exit non-zero, without a traceback.
@@ -35,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="memory-only bot: no model, chat commands still answered (LIVEMEMORY_OLLAMA__ENABLED=false)",
     )
-    sub.add_parser("web", help="serve the memory dashboard (LIVEMEMORY_WEB__PORT)")
+    _web_flag(run)
+    sub.add_parser("web", help="serve the memory dashboard on its own (deployments with servers)")
     importer = sub.add_parser(
         "import", help="backfill memory from a past chat log (no replies; resumable)"
     )
@@ -61,7 +65,17 @@ def parser() -> argparse.ArgumentParser:
     )
     console = sub.add_parser("console", help="type chat as several viewers and see the replies")
     console.add_argument("--no-llm", action="store_true", help="everything but the model call")
+    _web_flag(console)
     return root
+
+
+def _web_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--web",
+        action="store_true",
+        help="also serve the memory dashboard in this process on LIVEMEMORY_WEB__HOST:PORT "
+        "(LIVEMEMORY_WEB__IN_BOT=true)",
+    )
 
 
 async def _check_model(services: services_module.Services) -> None:
@@ -70,12 +84,12 @@ async def _check_model(services: services_module.Services) -> None:
 
 
 async def _main(args: argparse.Namespace, settings: settings_module.Settings) -> int:
-    from bot import console, replay
+    from bot import replay
 
     if args.command == "run":
         from bot.twitch import run as twitch_run
 
-        return await twitch_run.main(settings, no_llm=args.no_llm)
+        return await twitch_run.main(settings, no_llm=args.no_llm, web=args.web)
     if args.command == "web":
         from bot.web import serve
 
@@ -86,23 +100,33 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
         return EXIT_ERROR
     if args.command == "import":
         return await _import(args, settings)
+    if args.command == "console":
+        return await _console(args, settings)
     # a replay runs consolidation itself (after each turn with --sync-consolidation, else at the end)
-    background = None if args.command == "console" else False
     async with services_module.lifespan(
-        settings, no_llm=args.no_llm, background_worker=background
+        settings, no_llm=args.no_llm, background_worker=False
     ) as services:
         await _check_model(services)
-        if args.command == "replay":
-            await replay.replay(
-                services,
-                args.file,
-                as_json=args.json,
-                fmt=args.format,
-                no_llm=args.no_llm,
-                sync_consolidation=args.sync_consolidation,
-                commands=services.commands,
-            )
-        else:
+        await replay.replay(
+            services,
+            args.file,
+            as_json=args.json,
+            fmt=args.format,
+            no_llm=args.no_llm,
+            sync_consolidation=args.sync_consolidation,
+            commands=services.commands,
+        )
+    return 0
+
+
+async def _console(args: argparse.Namespace, settings: settings_module.Settings) -> int:
+    """The console bot, with the admin endpoint (and with ``--web`` the dashboard) beside it."""
+    from bot import console, hosting
+
+    await hosting.refuse_second_bot(settings)
+    async with services_module.lifespan(settings, no_llm=args.no_llm) as services:
+        await _check_model(services)
+        async with hosting.hosting(settings, services, web=args.web):
             await console.console(services, no_llm=args.no_llm, commands=services.commands)
     return 0
 

@@ -260,8 +260,10 @@ class TwitchSettings(_Section):
 
 
 class WebSettings(_Section):
-    """The memory dashboard (``python -m bot web``)."""
+    """The memory dashboard (``python -m bot run --web`` / ``console --web``, or ``bot web``)."""
 
+    #: serve the dashboard inside the bot (``run``, ``console``) as ``--web`` does
+    in_bot: bool = False
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     #: the address the browser uses; Twitch redirects to ``<public_url>/auth/callback`` (register

@@ -19,11 +19,18 @@ class Result:
     err: str
 
 
+def environment() -> dict[str, str]:
+    """PATH, HOME, LANG, TMPDIR, and this checkout first on the import path (a shared virtual
+    environment may have another checkout installed)."""
+    base = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "TMPDIR"}}
+    return {**base, "PYTHONPATH": str(ROOT)}
+
+
 def run(
     *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None, timeout: float = 120
 ) -> Result:
     """``python -m <args>`` with only ``env`` (plus PATH/HOME) as its environment."""
-    base = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "TMPDIR"}}
+    base = environment()
     proc = subprocess.run(
         [sys.executable, "-m", *args],
         env={**base, **env},

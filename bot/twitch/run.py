@@ -17,6 +17,7 @@ import aiohttp
 import twitchio
 
 from bot import errors as bot_errors
+from bot import hosting
 from bot.twitch import client, credentials, deliveries, helix, tokens
 from memory import runtime as services_module
 from memory import session as session_module
@@ -40,8 +41,11 @@ def _refuse(problem: bot_errors.CredentialError) -> int:
     return credentials.EXIT_CREDENTIALS
 
 
-async def main(settings: Settings, *, no_llm: bool = False) -> int:
+async def main(settings: Settings, *, no_llm: bool = False, web: bool = False) -> int:
     """Run the bot until SIGTERM/SIGINT; the process exit code (2: a Twitch credential).
+
+    The admin endpoint ``python -m memory.admin`` forwards to, and with ``web`` the dashboard, run
+    beside it over the same services (``bot.hosting``).
 
     Without a reachable Ollama it stops at once with one line, unless ``no_llm`` (or
     ``LIVEMEMORY_OLLAMA__ENABLED=false``) asked for a memory-only bot, which answers chat commands.
@@ -55,12 +59,14 @@ async def main(settings: Settings, *, no_llm: bool = False) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
+    await hosting.refuse_second_bot(settings)
     async with services_module.lifespan(settings, no_llm=no_llm) as services:
         if services.model is None:
             logger.info("no language model: memory-only bot (chat commands are answered)")
         else:
             await services.model.check()
-        return await run_bot(settings, services, stop=stop)
+        async with hosting.hosting(settings, services, web=web):
+            return await run_bot(settings, services, stop=stop)
 
 
 async def run_bot(

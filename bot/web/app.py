@@ -50,11 +50,28 @@ async def home(request: Request) -> responses.Response:
 
 async def login(request: Request) -> responses.Response:
     site: site_module.Site = request.app.state.site
-    return site.render(request, "login.html")
+    return site.render(request, "login.html", local=site.local is not None)
+
+
+async def local_sign_in(request: Request) -> responses.Response:
+    """The one-time link the bot printed (``auth.LocalSignIn``)."""
+    site: site_module.Site = request.app.state.site
+    if site.local is None or not site.local.redeem(request.query_params.get("token")):
+        return site.render(
+            request,
+            "error.html",
+            message="this sign-in link is wrong or was used already: the bot prints a new one "
+            "each time it starts",
+            status_code=403,
+        )
+    auth.sign_in(request, auth.LOCAL_USER)
+    return responses.RedirectResponse("/viewers", status_code=303)
 
 
 async def start(request: Request) -> responses.Response:
     site: site_module.Site = request.app.state.site
+    if site.local is not None:  # no Twitch application to send the browser to
+        return responses.RedirectResponse("/login", status_code=303)
     return auth.start(request, site.services.settings)
 
 
@@ -79,8 +96,13 @@ async def logout(request: Request) -> responses.Response:
 
 
 def create_app(
-    services: runtime.Services, *, http: httpx.AsyncClient, session_secret: str | None = None
+    services: runtime.Services,
+    *,
+    http: httpx.AsyncClient,
+    session_secret: str | None = None,
+    local: auth.LocalSignIn | None = None,
 ) -> Starlette:
+    """The dashboard over ``services``; ``local``: sign in with its one-time link, not Twitch."""
     settings = services.settings
     secret = session_secret or (
         settings.web.session_secret.get_secret_value()
@@ -92,6 +114,7 @@ def create_app(
         Route("/login", login),
         Route("/auth/start", start),
         Route(auth.CALLBACK, callback),
+        Route(auth.LOCAL, local_sign_in),
         Route("/logout", logout, methods=["POST"]),
         Route("/viewers", signed_in(pages.viewers)),
         Route("/viewers/{user_id}", signed_in(pages.viewer)),
@@ -125,6 +148,6 @@ def create_app(
         exception_handlers={exc: pages.not_found for exc in pages.NOT_FOUND},
     )
     app.state.site = site_module.Site(
-        services=services, http=http, templates=Jinja2Templates(TEMPLATES)
+        services=services, http=http, templates=Jinja2Templates(TEMPLATES), local=local
     )
     return app

@@ -5,6 +5,9 @@ A moderator is recognised with their own token through Helix ``GET moderation/ch
 ``user:read:moderated_channels``): the channels a user moderates. (Helix ``moderation/moderators``
 answers only to the broadcaster's own token, which the bot does not hold.) The session cookie is
 signed (Starlette's ``SessionMiddleware``); every form carries the session's CSRF token.
+
+A dashboard the bot serves itself on loopback with no Twitch application configured signs in with a
+one-time link the bot prints at start (``LocalSignIn``): local only, for the streamer at that PC.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
 
 SCOPES = ("user:read:moderated_channels",)
 CALLBACK = "/auth/callback"
+LOCAL = "/auth/local"
 
 
 class SignInRefused(Exception):
@@ -41,6 +45,36 @@ class User:
     def actor(self) -> str:
         """Who acts, in the audit."""
         return f"web:{self.login}"
+
+
+#: who signs in with the local link (the audit says ``web:local``)
+LOCAL_USER = User(user_id="local", login="local", role="broadcaster")
+
+
+def twitch_app(settings: Settings) -> bool:
+    """Whether the Twitch application the OAuth sign-in needs is configured."""
+    twitch = settings.twitch
+    return bool(
+        twitch.client_id and twitch.client_secret and twitch.client_secret.get_secret_value()
+    )
+
+
+class LocalSignIn:
+    """A one-time sign-in link: its token signs in once, then no more (a restart makes a new one)."""
+
+    def __init__(self) -> None:
+        self._token: str | None = secrets.token_urlsafe(32)
+
+    def link(self, base: str) -> str:
+        return f"{base.rstrip('/')}{LOCAL}?{urllib.parse.urlencode({'token': self._token})}"
+
+    def redeem(self, given: str | None) -> bool:
+        """Whether ``given`` is the token; it is used up when it is."""
+        token = self._token
+        if token is None or given is None or not secrets.compare_digest(token, given):
+            return False
+        self._token = None
+        return True
 
 
 def redirect_uri(settings: Settings) -> str:

@@ -1,15 +1,19 @@
-"""``python -m bot web``: serve the memory dashboard on ``LIVEMEMORY_WEB__HOST``/``__PORT``.
+"""Serving the memory dashboard on ``LIVEMEMORY_WEB__HOST``/``__PORT``: inside the bot
+(``python -m bot run --web`` / ``console --web``, over the bot's own open stores: ``bot.hosting``),
+or on its own with ``python -m bot web`` for deployments with servers.
 
-It opens the stores like the admin command (``memory.runtime.lifespan(role="admin")``): on the
-embedded defaults one process holds the Qdrant folder, so run the dashboard with ``QDRANT_URL``
-(docker compose does) or while the bot is stopped. Twitch sign-in needs the application's client id
-and secret, and ``<public_url>/auth/callback`` registered as its OAuth redirect URL.
+On its own it opens the stores like the admin command (``memory.runtime.lifespan(role="admin")``):
+on the embedded defaults one process holds the Qdrant folder, so that needs ``QDRANT_URL`` (docker
+compose sets it) or a stopped bot. Twitch sign-in needs the application's client id and secret, and
+``<public_url>/auth/callback`` registered as its OAuth redirect URL; inside the bot, on loopback and
+with no Twitch application, a one-time local link signs in instead (``auth.LocalSignIn``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import socket
 from dataclasses import dataclass
@@ -24,7 +28,7 @@ from bot.web import auth
 from memory import runtime
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
     from config.settings import Settings
 
@@ -45,6 +49,38 @@ def check(settings: Settings) -> None:
         )
 
 
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def sign_in_for(settings: Settings, *, in_bot: bool) -> auth.LocalSignIn | None:
+    """How the dashboard signs in: Twitch (None), or inside the bot, on loopback and with no Twitch
+    application configured, a one-time local link; one clear error when neither can."""
+    if in_bot and not auth.twitch_app(settings):
+        if not loopback(settings.web.host):
+            raise bot_errors.BotError(
+                f"the dashboard on {settings.web.host} signs in with Twitch: set "
+                "LIVEMEMORY_TWITCH__CLIENT_ID and __CLIENT_SECRET, or keep LIVEMEMORY_WEB__HOST on "
+                "127.0.0.1 for the local sign-in link (see docs/dashboard.md)"
+            )
+        return auth.LocalSignIn()
+    check(settings)
+    return None
+
+
+class _InBotServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the bot's process handles SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @dataclass(frozen=True, slots=True)
 class Served:
     port: int
@@ -54,11 +90,18 @@ class Served:
 
 @contextlib.asynccontextmanager
 async def serving(
-    settings: Settings, services: runtime.Services, *, port: int | None = None
+    settings: Settings,
+    services: runtime.Services,
+    *,
+    port: int | None = None,
+    local: auth.LocalSignIn | None = None,
+    in_bot: bool = False,
 ) -> AsyncIterator[Served]:
-    """The dashboard served in this event loop until the block ends (or a SIGINT/SIGTERM, which
-    uvicorn catches); yields its port (tests ask for port 0) and its server task. The socket is bound and listening before the block starts, so a
-    request made at once waits in the backlog instead of being refused."""
+    """The dashboard served in this event loop until the block ends (or, on its own, a
+    SIGINT/SIGTERM, which uvicorn catches; ``in_bot`` leaves the signals to the bot); yields its
+    port (tests ask for port 0) and its server task. The socket is bound and listening before the
+    block starts, so a request made at once waits in the backlog instead of being refused.
+    ``local``: the one-time sign-in link instead of Twitch (``sign_in_for``)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -70,8 +113,9 @@ async def serving(
         ) from None
     listener.listen(128)
     async with httpx.AsyncClient(timeout=10.0) as http:
-        app = app_module.create_app(services, http=http)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        app = app_module.create_app(services, http=http, local=local)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        server = _InBotServer(config) if in_bot else uvicorn.Server(config)
         task = asyncio.create_task(server.serve(sockets=[listener]), name="web-server")
         try:
             yield Served(port=listener.getsockname()[1], task=task)

@@ -33,6 +33,8 @@ class Site:
     services: runtime.Services
     http: httpx.AsyncClient
     templates: Jinja2Templates
+    #: the one-time local sign-in (a dashboard in the bot on loopback, no Twitch application)
+    local: auth.LocalSignIn | None = None
 
     def render(
         self, request: Request, name: str, *, status_code: int = 200, **context: Any

@@ -19,7 +19,9 @@ A memory id may be given by a unique prefix (the short id ``!memory`` shows in c
 An unknown viewer, memory, turn, stream or job prints one line on stderr and exits with code 1,
 changing nothing. ``pause``, ``resume``, ``audit``, ``jobs`` and ``list streams`` need only Postgres:
 they work while a bot holds the embedded Qdrant folder. The caches of the running bot are invalidated
-through Redis when ``REDIS_URL`` is set. Tests call ``await run(argv, settings=...)``.
+through Redis when ``REDIS_URL`` is set. While a bot runs on the data folder, every command is
+forwarded to it and runs there on its open stores (``memory.ops.control_client``): the same output,
+questions and exit codes. Tests call ``await run(argv, settings=...)``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from memory import errors, migrate
 from memory.consolidate import profile as profile_module
-from memory.ops import admin_channel, admin_io, admin_memory, erasure, operations
+from memory.ops import admin_channel, admin_io, admin_memory, control_client, erasure, operations
 from memory.recall import retrieval
 from memory.spaces import embedders
 
@@ -248,7 +250,12 @@ async def run(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run one admin command; returns the exit code (0 ok, 1 refused/unknown, 2 usage)."""
+    """Run one admin command; returns the exit code (0 ok, 1 refused/unknown, 2 usage).
+
+    When a bot holds the data folder (``<data_dir>/control.json``), the command runs in the bot:
+    ``memory.ops.control_client`` forwards ``argv``, the bot calls ``execute`` on its own stores.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
@@ -260,11 +267,26 @@ async def run(
         settings = settings_module.load_or_exit()
     needs_spaces = command_name(args) not in POSTGRES_ONLY | OWN_QDRANT
     try:
+        forwarded = await control_client.forward(settings.data_dir, argv, io)
+        if forwarded is not None:
+            return forwarded
         async with open_services(settings, spaces=needs_spaces) as services:
-            return await _handler(args)(services, args, io)
+            return await execute(services, args, io)
     except errors.MemoryServiceError as exc:
         io.err(f"error: {exc}")
-        return 1
+        return admin_io.REFUSED
+
+
+async def execute(
+    services: admin_io.AdminServices, args: argparse.Namespace, io: admin_io.Io
+) -> int:
+    """Run the parsed command ``args`` on open ``services``: standalone, or in the bot for a
+    forwarded command (``memory.ops.control_server``). An expected error is one line, exit 1."""
+    try:
+        return await _handler(args)(services, args, io)
+    except errors.MemoryServiceError as exc:
+        io.err(f"error: {exc}")
+        return admin_io.REFUSED
 
 
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:

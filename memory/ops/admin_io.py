@@ -60,12 +60,19 @@ class Io:
         else:
             self.out(" ".join(f"{k}={v}" for k, v in data.items()))
 
-    def ask(self, question: str) -> bool:
+    async def ask(self, question: str) -> bool:
         print(question, end=" ", file=self.stderr, flush=True)
-        return self.stdin.readline().strip().casefold() in {"y", "yes", "s", "si", "sì"}
+        return (await self.answer()).strip().casefold() in {"y", "yes", "s", "si", "sì"}
+
+    async def answer(self) -> str:
+        """The line typed after a question (a bot running a forwarded command asks the admin
+        command that forwarded it: ``memory.ops.control_server``)."""
+        return self.stdin.readline()
 
 
-def confirm(io: Io, args: argparse.Namespace, plan: dict[str, Any], lines: list[str]) -> int | None:
+async def confirm(
+    io: Io, args: argparse.Namespace, plan: dict[str, Any], lines: list[str]
+) -> int | None:
     """Show what a destructive command will change; None when it may go ahead, else its exit code.
 
     ``--dry-run`` shows the plan and stops (exit 0); ``--yes`` goes ahead without asking; otherwise
@@ -78,7 +85,7 @@ def confirm(io: Io, args: argparse.Namespace, plan: dict[str, Any], lines: list[
         return None
     for line in lines:
         io.err(line)
-    if io.ask("Go ahead? [y/N]"):
+    if await io.ask("Go ahead? [y/N]"):
         return None
     io.err("aborted: nothing changed")
     return REFUSED

@@ -84,7 +84,7 @@ async def forget(
         record = await resolve_memory_id(ops, args.memory_id)
         plan: dict[str, Any] = {"forget": "memory", "memory": operations.record_json(record)}
         lines = [f"forget memory {record.id} in {record.space}: {record.text!r}"]
-        if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
+        if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
         await ops.forget_memory(record.id, actor=actor)
         result: dict[str, Any] = {"forgot": "memory", "memory_id": record.id, "space": record.space}
@@ -93,7 +93,7 @@ async def forget(
         plan = {"forget": "turn", "turn_id": args.turn, "memories": len(in_turn)}
         lines = [f"forget the {len(in_turn)} memories of turn {args.turn}:"]
         lines += [f"  {r.id}  {r.space}  {r.text!r}" for r in in_turn]
-        if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
+        if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
         removed = await ops.forget_turn(args.turn, actor=actor)
         result = {"forgot": "turn", "turn_id": args.turn, "memories": removed}
@@ -112,7 +112,7 @@ async def forget(
             f"forget all {count} memories and the profile of {viewer.login} "
             f"(user {viewer.user_id}){scope}"
         ]
-        if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
+        if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
         report = await ops.forget_viewer(viewer.user_id, actor=actor, everywhere=args.everywhere)
         result = {"forgot": "viewer", "login": viewer.login, **report.to_json()}
@@ -143,7 +143,7 @@ async def correct(
     original = await resolve_memory_id(services.ops, args.memory_id)
     plan = {"correct": original.id, "old": original.text, "new": args.text.strip()}
     lines = [f"correct memory {original.id}:", f"- {original.text}", f"+ {args.text.strip()}"]
-    if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
+    if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
         return stop
     record = await services.ops.correct(original.id, args.text, actor=args.actor)
     io.result(operations.record_json(record), f"corrected {original.id}: new memory {record.id}")
@@ -182,7 +182,7 @@ async def lore_load(
     current = await services.ops.spaces.list(identity.LORE_KEY, limit=100_000)
     diff = lore_diff(current, entries)
     plan = {"directory": str(args.directory), **diff}
-    if (stop := admin_io.confirm(io, args, plan, diff_lines(diff))) is not None:
+    if (stop := await admin_io.confirm(io, args, plan, diff_lines(diff))) is not None:
         return stop
     count = await services.ops.load_lore(args.directory, actor=args.actor)
     result = {"loaded": count, "directory": str(args.directory), **diff}

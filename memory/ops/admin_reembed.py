@@ -79,7 +79,7 @@ async def reembed(
             f"{todo} memories to embed",
             *(_describe(task) for task in tasks),
         ]
-        if (stop := admin_io.confirm(io, args, plan, lines)) is not None:
+        if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
         return await _run(services, args, io, job, tasks, plan)
 
