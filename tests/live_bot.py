@@ -1,0 +1,166 @@
+"""A console bot running as a user runs it (``python -m bot console --no-llm --web`` in a subprocess,
+typed to through a pipe), on the embedded defaults: no ``DATABASE_URL``, no ``REDIS_URL``, no
+``QDRANT_URL`` — Postgres and Qdrant in the data folder, caches and working history in the process.
+
+Its output is read by two threads into queues, line by line; the tests wait for a line (the end
+of a turn report, a log line) with a bounded blocking read, never a sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+from tests import cli, dashboard_helpers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+#: seconds a test waits for one expected line (an embedded Postgres's first start included)
+LINE_SECONDS = 120.0
+LINK = re.compile(r"sign in with this one-time link \(this PC only\): (\S+)")
+
+
+def embedded_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a streamer's one PC: everything embedded, the offline embedder."""
+    return {
+        "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+        "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
+        "LIVEMEMORY_REPLY__POLICY": "always",
+        "LIVEMEMORY_WEB__PORT": str(dashboard_helpers.free_port()),
+        "LIVEMEMORY_WORKER__BACKOFF_BASE_SECONDS": "0",
+        # a short prompt history: a turn gets older words from memory (recall), not from chat
+        "LIVEMEMORY_HISTORY__MAX_MESSAGES": "2",
+        # the worker's job lines (``consolidated``) are logged below DEBUG only
+        "LIVEMEMORY_LOG_LEVEL": "DEBUG",
+    }
+
+
+def _pump(source: IO[str], into: queue.Queue[str | None]) -> None:
+    for line in source:
+        into.put(line)
+    into.put(None)
+
+
+@dataclass
+class LiveBot:
+    """The running console: type lines, read its turn reports and its log."""
+
+    process: subprocess.Popen[str]
+    env: dict[str, str]
+    cwd: Path
+    out: queue.Queue[str | None] = field(default_factory=queue.Queue)
+    err: queue.Queue[str | None] = field(default_factory=queue.Queue)
+    #: every stderr line read so far
+    log: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        assert self.process.stdout is not None and self.process.stderr is not None
+        for name, source, into in (
+            ("out", self.process.stdout, self.out),
+            ("err", self.process.stderr, self.err),
+        ):
+            threading.Thread(
+                target=_pump, args=(source, into), name=f"live-bot-{name}", daemon=True
+            ).start()
+
+    @classmethod
+    def start(cls, tmp_path: Path, *extra: str) -> LiveBot:
+        env = embedded_env(tmp_path)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bot", "console", "--no-llm", "--web", *extra],
+            env={**cli.environment(), **env},
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        return cls(process=process, env=env, cwd=tmp_path)
+
+    @property
+    def data_dir(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.env["LIVEMEMORY_DATA_DIR"])
+
+    def wait_log(self, predicate: Callable[[str], bool], what: str) -> str:
+        """The next stderr line ``predicate`` accepts (fails on exit or after ``LINE_SECONDS``)."""
+        while True:
+            try:
+                line = self.err.get(timeout=LINE_SECONDS)
+            except queue.Empty:
+                raise AssertionError(f"no {what} in the bot's log:\n{''.join(self.log)}") from None
+            if line is None:
+                raise AssertionError(f"the bot exited before {what}:\n{''.join(self.log)}")
+            self.log.append(line)
+            if predicate(line):
+                return line
+
+    def ready(self) -> str:
+        """Wait for the console's prompt; the dashboard's one-time sign-in link."""
+        link = LINK.search(self.wait_log(lambda line: "one-time link" in line, "dashboard line"))
+        assert link is not None
+        self.wait_log(lambda line: line.startswith("stream session"), "console prompt")
+        return link.group(1)
+
+    def say(self, line: str) -> list[str]:
+        """Type a chat line; the lines of the turn report it makes."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        report: list[str] = []
+        while True:
+            try:
+                text = self.out.get(timeout=LINE_SECONDS)
+            except queue.Empty:
+                raise AssertionError(f"no turn report for {line!r}: {report}") from None
+            assert text is not None, f"the bot exited:\n{''.join(self.log)}"
+            report.append(text.rstrip("\n"))
+            if text.startswith(("  reply", "  silent", "  FAILED")):
+                return report
+
+    def consolidated(self) -> None:
+        """Wait until the bot's worker has consolidated the next turn (its job succeeded)."""
+        self.wait_log(
+            lambda line: "consolidate_turn:" in line and line.rstrip().endswith(" succeeded"),
+            "consolidation",
+        )
+
+    def admin(self, *argv: str, stdin: str | None = None) -> cli.Result:
+        """``python -m memory.admin …`` on the bot's data folder, as a second terminal runs it."""
+        return cli.run("memory.admin", *argv, env=self.env, cwd=self.cwd, stdin=stdin)
+
+    def admin_json(self, *argv: str) -> Any:
+        result = self.admin(*argv, "--json")
+        assert (result.code, result.err) == (0, ""), result
+        return json.loads(result.out)
+
+    def quit(self) -> int:
+        """``/quit``; the exit code (the rest of its log is read)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("/quit\n")
+        self.process.stdin.close()
+        code = self.process.wait(timeout=LINE_SECONDS)
+        while (line := self.err.get(timeout=LINE_SECONDS)) is not None:
+            self.log.append(line)
+        return code
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def recalled(report: list[str]) -> list[str]:
+    """The recall lines of a turn report."""
+    return [line for line in report if line.lstrip().startswith("recall")]
