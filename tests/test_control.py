@@ -1,0 +1,133 @@
+"""The bot's admin endpoint in-process (``memory.ops.control_server``): a forwarded command prints
+what the same command prints standalone, asks its question through the admin command, acts on the
+bot's own caches; a request without the token is refused; the control file is private and goes
+when the bot stops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from typing import TYPE_CHECKING
+
+import pytest
+
+from memory import runtime
+from memory.ops import admin_io, control, control_client, control_server
+from tests import test_admin as admin_tests
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from config import settings as settings_module
+
+settings = admin_tests.settings
+stream = admin_tests.stream
+run = admin_tests.run
+
+WAITED = re.compile(r"(?<=waits )[\d.]+|(?<=\"oldest_todo_seconds\": )[\d.]+")
+#: commands whose output is compared standalone and forwarded (nothing changes in between)
+READING = [
+    ("inspect", "--viewer", "alice"),
+    ("inspect", "--viewer", "alice", "--json"),
+    ("export", "--user-id", "1001"),
+    ("list", "viewers", "--json"),
+    ("list", "streams"),
+    ("jobs", "--json"),
+    ("jobs", "--status", "todo"),
+    ("audit",),
+    ("inspect", "--viewer", "nobody"),
+    ("forget", "--viewer", "alice", "--dry-run"),
+    ("forget", "--viewer", "alice", "--dry-run", "--json"),
+    ("lore", "load", "/no/such/folder", "--yes"),
+    ("correct", "--memory-id", "zz", "--text", "x", "--yes"),
+]
+
+
+@contextlib.asynccontextmanager
+async def bot(
+    settings: settings_module.Settings,
+) -> AsyncIterator[tuple[runtime.Services, control.Control]]:
+    """The bot's services and its admin endpoint (as ``bot.hosting`` opens them)."""
+    async with runtime.lifespan(settings, role="admin", no_llm=True) as services:
+        admin_services = admin_io.AdminServices(
+            db=services.db, ops=services.operations, settings=settings
+        )
+        async with control_server.hosting(admin_services) as held:
+            yield services, held
+
+
+async def test_a_forwarded_command_prints_what_it_prints_standalone(
+    settings: settings_module.Settings, stream: list[str]
+) -> None:
+    standalone = [await run(settings, *argv) for argv in READING]
+    async with bot(settings):
+        forwarded = [await run(settings, *argv) for argv in READING]
+    for argv, alone, there in zip(READING, standalone, forwarded, strict=True):
+        assert _steady(alone) == _steady(there), argv
+    assert [code for code, _, _ in forwarded] == [0] * 8 + [1, 0, 0, 1, 1]
+
+
+def _steady(result: tuple[int, str, str]) -> tuple[int, str, str]:
+    """The result with the seconds the oldest job has waited (they grow between two runs) out."""
+    code, out, err = result
+    return code, WAITED.sub("<seconds>", out), err
+
+
+async def test_the_question_is_asked_through_the_admin_command(
+    settings: settings_module.Settings, stream: list[str]
+) -> None:
+    async with bot(settings) as (services, _):
+        [designer, miso] = await services.operations.inspect("1001")
+        assert miso.text == "my cat is called Miso"
+        # the bot's retriever has the memory in its in-process cache: the forget must clear it
+        assert miso.id in {h.record.id for h in await services.operations.search_own("1001", "cat")}
+        code, out, err = await run(settings, "forget", "--memory-id", miso.id[:6], stdin="no\n")
+        assert (code, out) == (1, "")
+        assert err == (
+            f"forget memory {miso.id} in viewer:1001: 'my cat is called Miso'\n"
+            "Go ahead? [y/N] aborted: nothing changed\n"
+        )
+        code, out, _ = await run(
+            settings, "--actor", "admin:mia", "forget", "--memory-id", miso.id, stdin="y\n"
+        )
+        assert (code, out) == (0, f"forgot=memory memory_id={miso.id} space=viewer:1001\n")
+        hits = await services.operations.search_own("1001", "what is my cat called Miso")
+        assert [h.record.id for h in hits] == [designer.id]
+        assert [(r["actor"], r["action"]) for r in await services.operations.audit_log(5)] == [
+            ("admin:mia", "forget_memory")
+        ]
+
+
+async def test_a_request_without_the_token_is_refused(
+    settings: settings_module.Settings, stream: list[str]
+) -> None:
+    async with bot(settings) as (_, held):
+        for request in ({"argv": ["audit"]}, {"token": "guess", "argv": ["audit"]}):
+            reader, writer = await asyncio.open_connection(held.host, held.port)
+            control.send(writer, **request)
+            await writer.drain()
+            assert await control.receive(reader) == {"refused": "wrong or missing token"}
+            assert await control.receive(reader) is None  # and the connection is closed
+            writer.close()
+        code, out, err = await run(settings, "reembed", "--all", "--yes")
+        assert (code, out) == (1, "")
+        assert err == (
+            "error: reembed rebuilds the collections this running bot holds open: stop the "
+            "bot, then run it again\n"
+        )
+
+
+async def test_the_control_file_is_private_and_goes_with_the_bot(
+    settings: settings_module.Settings, stream: list[str]
+) -> None:
+    path = control.path(settings.data_dir)
+    async with bot(settings) as (_, held):
+        assert path.stat().st_mode & 0o777 == 0o600
+        assert json.loads(path.read_text())["token"] == held.token
+        assert held.host == "127.0.0.1"
+        with pytest.raises(control.BotHoldsFolder, match="another bot"):
+            await control_client.refuse_second_bot(settings.data_dir)
+    assert not path.exists()
+    await control_client.refuse_second_bot(settings.data_dir)  # nobody holds it now
