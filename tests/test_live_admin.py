@@ -112,13 +112,26 @@ async def test_admin_commands_act_on_the_running_bot(bot: live_bot.LiveBot, tmp_
 
 
 def _one_line_refusals(bot: live_bot.LiveBot, tmp_path: Path) -> None:
-    """A second bot on the folder, and a control file whose token is not the bot's."""
+    """A second bot on the folder, a dashboard of its own on it, and a control file whose token
+    is not the bot's."""
     env = {**bot.env, "LIVEMEMORY_LOG_LEVEL": "INFO"}  # as a user starts it
     second = cli.run("bot", "console", "--no-llm", env=env, cwd=tmp_path, stdin="")
     assert second.code == 1
     assert second.err.splitlines() == [
         f"error: another bot (pid {bot.process.pid}) already runs on the data folder "
         f"{bot.data_dir}: stop it first, or give this one its own LIVEMEMORY_DATA_DIR"
+    ]
+    twitch_app = {
+        "LIVEMEMORY_TWITCH__CLIENT_ID": "app",
+        "LIVEMEMORY_TWITCH__CLIENT_SECRET": "secret",
+        "LIVEMEMORY_TWITCH__CHANNELS": '["chan"]',
+    }
+    web = cli.run("bot", "web", env={**env, **twitch_app}, cwd=tmp_path)
+    assert web.code == 1
+    assert web.err.splitlines() == [
+        f"error: a bot (pid {bot.process.pid}) holds the data folder {bot.data_dir}: serve the "
+        "dashboard from it (python -m bot run --web, or console --web), or set QDRANT_URL to "
+        "run it on its own"
     ]
     held = control.path(bot.data_dir)
     real = held.read_text()

@@ -26,6 +26,7 @@ from bot import errors as bot_errors
 from bot.web import app as app_module
 from bot.web import auth
 from memory import runtime
+from memory.ops import control_client
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -127,6 +128,13 @@ async def serving(
 
 async def main(settings: Settings) -> int:
     check(settings)
+    held = await control_client.holder(settings.data_dir)
+    if held is not None and settings.qdrant_url is None:
+        raise bot_errors.BotError(
+            f"a bot (pid {held.pid}) holds the data folder {settings.data_dir}: serve the "
+            "dashboard from it (python -m bot run --web, or console --web), or set QDRANT_URL to "
+            "run it on its own"
+        )
     async with (
         runtime.lifespan(settings, role="admin", no_llm=True) as services,
         serving(settings, services) as served,

@@ -42,18 +42,26 @@ def _stale_note(data_dir: Path, held: control.Control) -> str:
     )
 
 
-async def refuse_second_bot(data_dir: Path) -> None:
-    """Before a bot opens the stores: ``control.BotHoldsFolder`` when a live bot holds
-    ``data_dir``; a stale control file is removed."""
+async def holder(data_dir: Path) -> control.Control | None:
+    """The live bot holding ``data_dir``, or None (a stale control file is removed)."""
     held = control.read(data_dir)
     if held is None:
-        return
+        return None
     streams = await _connect(held)
     if streams is None:
         logger.warning(_stale_note(data_dir, held))
         control.remove(data_dir, held.token)
-        return
+        return None
     streams[1].close()
+    return held
+
+
+async def refuse_second_bot(data_dir: Path) -> None:
+    """Before a bot opens the stores: ``control.BotHoldsFolder`` when a live bot holds
+    ``data_dir``; a stale control file is removed."""
+    held = await holder(data_dir)
+    if held is None:
+        return
     raise control.BotHoldsFolder(
         f"another bot (pid {held.pid}) already runs on the data folder {data_dir}: stop it "
         "first, or give this one its own LIVEMEMORY_DATA_DIR"
