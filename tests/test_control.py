@@ -104,11 +104,18 @@ async def test_a_request_without_the_token_is_refused(
     settings: settings_module.Settings, stream: list[str]
 ) -> None:
     async with bot(settings) as (_, held):
-        for request in ({"argv": ["audit"]}, {"token": "guess", "argv": ["audit"]}):
+        malformed = {"refused": "malformed request (argv is a list of strings)"}
+        for request, answer in (
+            ({"argv": ["audit"]}, {"refused": "wrong or missing token"}),
+            ({"token": "guess", "argv": ["audit"]}, {"refused": "wrong or missing token"}),
+            ({"token": "gués", "argv": ["audit"]}, {"refused": "wrong or missing token"}),
+            ({"token": 7, "argv": ["audit"]}, {"refused": "wrong or missing token"}),
+            ({"token": held.token, "argv": "audit"}, malformed),
+        ):
             reader, writer = await asyncio.open_connection(held.host, held.port)
             control.send(writer, **request)
             await writer.drain()
-            assert await control.receive(reader) == {"refused": "wrong or missing token"}
+            assert await control.receive(reader) == answer
             assert await control.receive(reader) is None  # and the connection is closed
             writer.close()
         code, out, err = await run(settings, "reembed", "--all", "--yes")

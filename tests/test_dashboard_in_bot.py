@@ -46,6 +46,10 @@ async def test_the_streamer_forgets_a_memory_in_the_bots_own_dashboard(
     bot.say("alice: I work as a graphic designer")
     bot.consolidated()
     assert _recalls(bot, MISO)
+    async with httpx.AsyncClient() as client:  # a wrong token does not use the link up
+        for wrong in ("guess", "gués"):
+            refused = await client.get(f"{base}/auth/local", params={"token": wrong})
+            assert refused.status_code == 403
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(

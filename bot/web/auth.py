@@ -71,7 +71,9 @@ class LocalSignIn:
     def redeem(self, given: str | None) -> bool:
         """Whether ``given`` is the token; it is used up when it is."""
         token = self._token
-        if token is None or given is None or not secrets.compare_digest(token, given):
+        if token is None or given is None:
+            return False
+        if not secrets.compare_digest(token.encode(), given.encode()):
             return False
         self._token = None
         return True

@@ -90,14 +90,22 @@ def remove(data_dir: Path, token: str) -> None:
     """Remove the control file if it is still the one with ``token`` (not a later bot's)."""
     with contextlib.suppress(OSError, errors.ConfigurationError):
         current = read(data_dir)
-        if current is not None and secrets.compare_digest(current.token, token):
+        if current is not None and same_token(current.token, token):
             path(data_dir).unlink()
 
 
+def same_token(given: object, token: str) -> bool:
+    """Whether ``given`` is ``token`` (in constant time; anything but a string is not)."""
+    return isinstance(given, str) and secrets.compare_digest(given.encode(), token.encode())
+
+
 def pid_alive(pid: int) -> bool:
-    """Whether a process with ``pid`` exists (one of another user counts)."""
+    """Whether a process with ``pid`` exists (one of another user counts). On Windows, where
+    ``os.kill`` would end the process, every pid counts as alive: the connection decides."""
     if pid <= 0:
         return False
+    if os.name == "nt":
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -20,7 +20,6 @@ import contextlib
 import io
 import logging
 import os
-import secrets
 from typing import TYPE_CHECKING, cast
 
 from memory.ops import admin, admin_io, control
@@ -114,12 +113,15 @@ class Endpoint:
                 request = await control.receive(reader)
             if request is None:  # a probe (is a bot there?) that closed at once
                 return
-            given = request.get("token")
-            if not isinstance(given, str) or not secrets.compare_digest(given, self.token):
+            if not control.same_token(request.get("token"), self.token):
                 logger.warning("admin endpoint: a request without the right token was refused")
                 control.send(writer, refused="wrong or missing token")
                 return
-            code = await run_forwarded(self.services, request.get("argv", []), reader, writer)
+            argv = request.get("argv")
+            if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+                control.send(writer, refused="malformed request (argv is a list of strings)")
+                return
+            code = await self._run(argv, reader, writer)
             control.send(writer, exit=code)
             await writer.drain()
         except (ConnectionError, TimeoutError, ValueError) as exc:
@@ -127,6 +129,21 @@ class Endpoint:
         finally:
             self.running.discard(task)
             writer.close()
+
+    async def _run(
+        self, argv: list[str], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> int:
+        """The command's exit code; a bug in it is logged here and one line there (exit 1)."""
+        try:
+            return await run_forwarded(self.services, argv, reader, writer)
+        except ConnectionError:
+            raise
+        except Exception as exc:
+            logger.exception("admin endpoint: %s failed", " ".join(argv[:2]))
+            control.send(
+                writer, err=f"error: the command failed in the bot ({exc!r}): see its log\n"
+            )
+            return admin_io.REFUSED
 
     async def settle(self) -> None:
         """Let the running commands finish (bounded), then cancel what is left."""
