@@ -73,10 +73,12 @@ class LiveBot:
             ).start()
 
     @classmethod
-    def start(cls, tmp_path: Path, *extra: str) -> LiveBot:
-        env = embedded_env(tmp_path)
+    def start(cls, tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> LiveBot:
+        """``python -m bot ARGV`` (default ``console --no-llm --web``) with ``env`` added to the
+        embedded defaults."""
+        env = {**embedded_env(tmp_path), **(env or {})}
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "console", "--no-llm", "--web", *extra],
+            [sys.executable, "-m", "bot", *(argv or ("console", "--no-llm", "--web"))],
             env={**cli.environment(), **env},
             cwd=tmp_path,
             stdin=subprocess.PIPE,
