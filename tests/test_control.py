@@ -138,3 +138,19 @@ async def test_the_control_file_is_private_and_goes_with_the_bot(
             await control_client.refuse_second_bot(settings.data_dir)
     assert not path.exists()
     await control_client.refuse_second_bot(settings.data_dir)  # nobody holds it now
+
+
+async def test_a_control_file_of_another_machine_is_left_alone(
+    settings: settings_module.Settings, stream: list[str]
+) -> None:
+    """A data folder shared with another container (a docker volume): its bot is out of
+    127.0.0.1's reach, so the command runs on its own and leaves the file there."""
+    other = control.Control(
+        pid=1, host=control.LOOPBACK, port=1, token="t", machine="another-container"
+    )
+    path = control.write(settings.data_dir, other)
+    code, out, err = await run(settings, "audit")
+    assert (code, out, err) == (0, "no audit rows\n", "")
+    assert path.exists()
+    await control_client.refuse_second_bot(settings.data_dir)
+    assert control.read(settings.data_dir) == other

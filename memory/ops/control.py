@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import secrets
+import socket
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,13 @@ class Control:
     token: str
     #: the dashboard's address when the bot serves it, else None
     dashboard: str | None = None
+    #: the host name of the bot's machine (or container): a data folder shared with another one
+    #: (a docker volume) names a bot that 127.0.0.1 does not reach, and is not stale either
+    machine: str = ""
+
+    @property
+    def elsewhere(self) -> bool:
+        return bool(self.machine) and self.machine != socket.gethostname()
 
 
 def path(data_dir: Path) -> Path:

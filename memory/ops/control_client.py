@@ -43,9 +43,10 @@ def _stale_note(data_dir: Path, held: control.Control) -> str:
 
 
 async def holder(data_dir: Path) -> control.Control | None:
-    """The live bot holding ``data_dir``, or None (a stale control file is removed)."""
+    """The live bot holding ``data_dir``, or None (a stale control file is removed; one of a bot
+    on another machine or container is left alone)."""
     held = control.read(data_dir)
-    if held is None:
+    if held is None or held.elsewhere:
         return None
     streams = await _connect(held)
     if streams is None:
@@ -72,7 +73,7 @@ async def forward(data_dir: Path, argv: Sequence[str], io: admin_io.Io) -> int |
     """Run the admin command ``argv`` in the bot holding ``data_dir``: its exit code, having
     written its output to ``io``; None when no live bot holds the folder."""
     held = control.read(data_dir)
-    if held is None:
+    if held is None or held.elsewhere:
         return None
     streams = await _connect(held)
     if streams is None:

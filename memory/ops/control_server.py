@@ -20,6 +20,7 @@ import contextlib
 import io
 import logging
 import os
+import socket
 from typing import TYPE_CHECKING, cast
 
 from memory.ops import admin, admin_io, control
@@ -172,6 +173,7 @@ async def hosting(
         port=port,
         token=endpoint.token,
         dashboard=dashboard,
+        machine=socket.gethostname(),
     )
     written = control.write(data_dir, held)
     logger.info(
