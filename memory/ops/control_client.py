@@ -71,7 +71,9 @@ async def refuse_second_bot(data_dir: Path) -> None:
 
 async def forward(data_dir: Path, argv: Sequence[str], io: admin_io.Io) -> int | None:
     """Run the admin command ``argv`` in the bot holding ``data_dir``: its exit code, having
-    written its output to ``io``; None when no live bot holds the folder."""
+    written its output to ``io``; None when no live bot holds the folder (or its bot runs on
+    another machine or container sharing the folder, out of 127.0.0.1's reach: the command then
+    opens the stores itself, as it does on servers)."""
     held = control.read(data_dir)
     if held is None or held.elsewhere:
         return None
