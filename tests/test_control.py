@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory import runtime
+from memory import models, runtime
 from memory.ops import admin_io, control, control_client, control_server
 from tests import test_admin as admin_tests
 
@@ -154,3 +154,24 @@ async def test_a_control_file_of_another_machine_is_left_alone(
     assert path.exists()
     await control_client.refuse_second_bot(settings.data_dir)
     assert control.read(settings.data_dir) == other
+
+
+async def test_a_forwarded_forget_everywhere_empties_the_bots_own_working_history(
+    settings: settings_module.Settings, stream: list[str]
+) -> None:
+    """Without Redis the working history lives in the bot's process: only a forget run there
+    reaches it."""
+    async with bot(settings) as (services, _):
+        said = [
+            models.HistoryItem(
+                role=models.Role.USER, text=text, ts=models.utcnow(), user_id=user, message_id=m
+            )
+            for text, user, m in (
+                ("my cat is called Miso", "1001", "m3"),
+                ("Alice lives in Rome", "1002", "m1"),
+            )
+        ]
+        await services.history.append("s1", said)
+        code, out, err = await run(settings, "forget", "--viewer", "alice", "--everywhere", "--yes")
+        assert (code, err) == (0, ""), out
+        assert [i.text for i in await services.history.recent("s1")] == ["Alice lives in Rome"]

@@ -16,9 +16,10 @@ dropped the viewer's personal space and profile:
   summaries and the bot's items of the turns above leave it.
 - Retrieval caches: the viewer's, the episodic and the channel-state results are dropped.
 
-A cache or history in another process without Redis (the in-process defaults) is not reachable;
-embedded Qdrant admits one process at a time, so an admin ``forget`` there runs with the bot stopped,
-and a bot rebuilds its history from the (erased) transcript when it starts.
+A cache or history in another process without Redis (the in-process defaults) is not reachable
+from here; that is why, while a bot runs on the data folder, ``python -m memory.admin forget`` runs
+inside the bot (``memory.ops.control_server``) and erases from its own history and caches. A bot
+started later rebuilds its history from the (erased) transcript.
 """
 
 from __future__ import annotations
