@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bot import errors as bot_errors
 from config import settings as settings_module
-from memory import errors, logs
+from memory import errors, identity, logs
 from memory import runtime as services_module
 from memory.history import chatlogs
 
@@ -86,6 +86,7 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
         return EXIT_ERROR
     if args.command == "import":
         return await _import(args, settings)
+    settings = default_bot_login(settings)
     # a replay runs consolidation itself (after each turn with --sync-consolidation, else at the end)
     background = None if args.command == "console" else False
     async with services_module.lifespan(
@@ -105,6 +106,19 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
         else:
             await console.console(services, no_llm=args.no_llm, commands=services.commands)
     return 0
+
+
+def default_bot_login(settings: settings_module.Settings) -> settings_module.Settings:
+    """Console and replays: with ``LIVEMEMORY_BOT_LOGIN`` unset, the bot login is the persona
+    name lowercased (said in one line at start)."""
+    if settings.bot_login:
+        return settings
+    login = identity.normalize_login(settings.bot_name)
+    print(
+        f"bot login @{login} (the persona name; LIVEMEMORY_BOT_LOGIN sets another)",
+        file=sys.stderr,
+    )
+    return settings.model_copy(update={"bot_login": login})
 
 
 async def _import(args: argparse.Namespace, settings: settings_module.Settings) -> int:
