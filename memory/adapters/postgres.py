@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from memory import errors
+from memory import errors, outage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -43,7 +43,14 @@ class Database:
 
 @contextlib.contextmanager
 def wrap_errors(action: str) -> Iterator[None]:
-    """Translate driver errors into ``errors.StoreUnavailable`` at the boundary."""
+    """Translate driver errors into ``errors.StoreUnavailable`` at the boundary; an outage is told
+    once when it starts and once when it ends (``memory.outage``)."""
+    with outage.watched(outage.POSTGRES, "Postgres"), _translate(action):
+        yield
+
+
+@contextlib.contextmanager
+def _translate(action: str) -> Iterator[None]:
     try:
         yield
     except CONNECT_ERRORS as exc:

@@ -225,8 +225,9 @@ class Consolidator:
                 await self.invalidator.invalidate_viewer(user_id)
             except errors.StoreUnavailable as exc:
                 # the memory is written: losing the job to a cache outage would lose it for good;
-                # a cache that was down serves nothing meanwhile, and its entries expire (TTL)
-                logger.warning(
+                # a cache that was down serves nothing meanwhile, and its entries expire (TTL);
+                # the outage itself is told once by the cache's condition (``memory.outage``)
+                logger.debug(
                     "turn %s: caches of viewer %s not invalidated (%s); new memories show once "
                     "they expire",
                     turn_id,

@@ -345,7 +345,11 @@ class Worker:
             logger.error("job %s is invalid: %s", job.id, error, extra=extra)
         except outcomes.TRANSIENT_ERRORS as exc:
             outcome, error = outcomes.after_failure(job), outcomes.describe(exc)
-            logger.warning("job %s attempt %d failed: %s", job.id, job.attempts, error, extra=extra)
+            # an outage is told once by its store's condition (``memory.outage``), not per job
+            level = logging.INFO if isinstance(exc, errors.StoreUnavailable) else logging.WARNING
+            logger.log(
+                level, "job %s attempt %d failed: %s", job.id, job.attempts, error, extra=extra
+            )
         except Exception as exc:
             outcome, error = outcomes.after_failure(job), outcomes.describe(exc)
             logger.exception("job %s attempt %d crashed", job.id, job.attempts, extra=extra)
