@@ -19,10 +19,20 @@ from memory.history import chatlogs
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: the console's log file, in ``<data dir>/logs``
+CONSOLE_LOG = "console.log"
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="python -m bot", description=__doc__.splitlines()[0])
+    root.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        type=str.upper,
+        help="default LIVEMEMORY_LOG_LEVEL; the console shows WARNING and above on the terminal "
+        "(everything in <data dir>/logs/console.log) unless this is given",
+    )
     root.add_argument(
         "--log-format",
         choices=["text", "json"],
@@ -61,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
     )
     console = sub.add_parser("console", help="type chat as several viewers and see the replies")
     console.add_argument("--no-llm", action="store_true", help="everything but the model call")
+    console.add_argument(  # here too, so that ``console --log-level INFO`` works
+        "--log-level",
+        choices=LOG_LEVELS,
+        type=str.upper,
+        default=argparse.SUPPRESS,
+        help="show log lines of this level and above on the terminal too (default: WARNING)",
+    )
     return root
 
 
@@ -133,13 +150,26 @@ async def _import(args: argparse.Namespace, settings: settings_module.Settings) 
     return 0
 
 
+def configure_logging(args: argparse.Namespace, settings: settings_module.Settings) -> None:
+    """The log of the process; the console's terminal is for chat and turn reports: its log goes
+    to ``<data dir>/logs/console.log``, the terminal shows WARNING and above (``--log-level``
+    sets both)."""
+    level = args.log_level or settings.log_level
+    fmt = args.log_format or settings.log_format
+    if args.command == "console":
+        file = settings.data_dir / "logs" / CONSOLE_LOG
+        logs.configure(level, fmt, file=file, terminal_level=args.log_level or "WARNING")
+    else:
+        logs.configure(level, fmt)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = settings_module.load_or_exit()
     except SystemExit as exc:
         return int(exc.code or EXIT_USAGE)
-    logs.configure(settings.log_level, args.log_format or settings.log_format)
+    configure_logging(args, settings)
     try:
         return asyncio.run(_main(args, settings))
     except (errors.MemoryServiceError, bot_errors.BotError) as exc:
