@@ -94,7 +94,7 @@ def job_for(turn_id: str, payload: Any = None) -> jobs.Job:
 
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Any:
-    return make_settings(bot_name="mnemo")
+    return make_settings(bot_name="mnemo", twitch={"bot_id": VIEWERS["mnemo"]})
 
 
 @pytest.fixture

@@ -145,7 +145,8 @@ class Planner:
     lore_entities:
         Names of canon entities (characters, places…) whose mention plans the ``lore`` source.
     bot_name:
-        Overrides ``settings.bot_name``.
+        Overrides ``settings.bot_name``. The bot's own lines are told apart by its user id
+        (``twitch.bot_id``), never by login: a viewer called like the persona is a viewer.
     directory:
         Viewers known to the channel (``ports.ViewerLookup``): a viewer named in a message
         (``@login``, or a bare login / display name) is recognised even when they are neither in
@@ -166,8 +167,13 @@ class Planner:
         self.use_episodic = memory.use_episodic
         self.rank_viewers = memory.rank_viewers
         self.directory = directory
-        self.bot_login = identity.normalize_login(bot_name or settings.bot_name)
-        self.bot_words = {self.bot_login, context.normalize(bot_name or settings.bot_name)} - {""}
+        self.bot_id = settings.twitch.bot_id
+        name = bot_name or settings.bot_name
+        self.bot_words = {
+            identity.normalize_login(name),
+            context.normalize(name),
+            *([identity.normalize_login(settings.bot_login)] if settings.bot_login else []),
+        } - {""}
         # the bot's own name is a mention of the bot, not a lore reference (its story is asked for)
         self.lore_entities = tuple(
             sorted({n for n in (context.normalize(e) for e in lore_entities) if n} - self.bot_words)
@@ -177,7 +183,7 @@ class Planner:
         local = self._local_viewers(batch, history)
         candidates: dict[str, _Candidate] = {}
         for order, event in enumerate(batch.chat):
-            if identity.normalize_login(event.login) == self.bot_login:
+            if self._is_bot(event.user_id):
                 continue
             self._score_event(event, order, candidates, local)
         selected = self._select(candidates)
@@ -196,7 +202,7 @@ class Planner:
     def viewers_of(self, event: models.ChatEvent) -> list[str]:
         """User ids whose personal space a batch holding ``event`` may be recalled from: its
         author and the viewers it names (as ``plan`` resolves them; selection comes later)."""
-        if event.is_command or identity.normalize_login(event.login) == self.bot_login:
+        if event.is_command or self._is_bot(event.user_id):
             return []
         local = directory.ViewerDirectory()
         local.register(event.user_id, event.login, event.name)
@@ -232,9 +238,13 @@ class Planner:
         found = local.lookup(name)
         if found is None and self.directory is not None:
             found = self.directory.lookup(name, stream=stream)
-        if found is None or identity.normalize_login(found[0]) == self.bot_login:
+        if found is None or self._is_bot(found[1]):
             return None
         return found
+
+    def _is_bot(self, user_id: str) -> bool:
+        """The bot's own account (by user id: a viewer named like the persona is a viewer)."""
+        return self.bot_id is not None and user_id == self.bot_id
 
     def _bare_name(self, token: str) -> bool:
         """A bare word may name a viewer: 3+ letters, not a stopword, common word or the bot."""
@@ -252,8 +262,12 @@ class Planner:
         self, text: str, local: directory.ViewerDirectory, *, author_id: str, stream: str
     ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
-        login, and the normalized words of the names used."""
-        names = lexicon.AT_NAME.findall(text)
+        login, and the normalized words of the names used. ``@<bot>`` addresses the bot: no viewer."""
+        names = [
+            n
+            for n in lexicon.AT_NAME.findall(text)
+            if identity.normalize_login(n) not in self.bot_words
+        ]
         names += [t for t in lexicon.NAME_TOKEN.findall(text.casefold()) if self._bare_name(t)]
         found: dict[str, tuple[str, str]] = {}
         used: set[str] = set()
@@ -356,9 +370,7 @@ class Planner:
             _stem(word) for item in history for word in context.normalize(item.text).split()
         }
         chat = [
-            event
-            for event in batch.chat
-            if identity.normalize_login(event.login) != self.bot_login and event.text.strip()
+            event for event in batch.chat if not self._is_bot(event.user_id) and event.text.strip()
         ]
         # the batch addresses the bot: its questions about the bot's feelings and tastes are lore
         addressed = any(set(context.normalize(e.text).split()) & self.bot_words for e in chat)

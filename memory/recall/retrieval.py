@@ -36,7 +36,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memory import models
+from memory import models, outage
 from memory.recall import cache as cache_module
 from memory.recall import context, sources
 
@@ -165,6 +165,7 @@ class Retriever:
                 outcomes[tasks[task]] = task.result()
             for task in pending:
                 source = plan.sources[tasks[task]]
+                self._slow(source, f"over the stage's budget ({self.budget_s * 1000:g} ms)")
                 outcomes[tasks[task]] = self._failed(source, "budget")
                 result.timings_ms[source.key] = (time.perf_counter() - started) * 1000
             if pending:  # let the cancelled fetchers unwind (bounded: never blocks the turn)
@@ -179,7 +180,9 @@ class Retriever:
         return result
 
     def _failed(self, source: models.PlannedSource, reason: str) -> context.SourceOutcome:
-        logger.info(
+        # the turn report and ``livememory_memory_degraded_total`` have it; an outage or a slow
+        # source is told once by its condition (``memory.outage``)
+        logger.debug(
             "memory source %s degraded: %s",
             source.key,
             reason,
@@ -201,13 +204,22 @@ class Retriever:
             async with asyncio.timeout(self.source_timeout_s):
                 items = await self._load(source, spec, batch)
         except TimeoutError:
+            self._slow(source, f"over its time budget ({self.source_timeout_s * 1000:g} ms)")
             return self._failed(source, "timeout")
-        except Exception:  # a broken source must never stop the turn
-            logger.warning("memory source %s failed", source.key, exc_info=True)
+        except Exception as exc:  # a broken source must never stop the turn
+            outage.log_failure(logger, f"memory source {source.key} failed", exc)
             return self._failed(source, "error")
         finally:
             timings[source.key] = (time.perf_counter() - started) * 1000
+        kind = source.kind
+        outage.conditions.ok(f"source:{kind}", what=f"memory source {kind}")
         return context.SourceOutcome(source=source, items=tuple(items))
+
+    @staticmethod
+    def _slow(source: models.PlannedSource, why: str) -> None:
+        """A source over its time budget: a condition of its kind, told when it starts and ends."""
+        kind = source.kind
+        outage.conditions.failed(f"source:{kind}", why, what=f"memory source {kind}")
 
     async def _load(
         self, source: models.PlannedSource, spec: sources.SourceSpec, batch: models.Batch
@@ -244,23 +256,23 @@ class Retriever:
         keys = [key, f"{CACHE_VERSION}:gen:{group}"] if self._shared else [key]
         try:
             values = await self.cache.get_many(keys)
-        except Exception:  # a cache outage is a miss, not a failed source
-            logger.warning("memory cache read failed", exc_info=True)
+        except Exception as exc:  # a cache outage is a miss, not a failed source
+            outage.log_failure(logger, "memory cache read failed", exc)
             return None, (local, None)
         return values[0], (local, values[1] if self._shared else None)
 
     async def _cache_get(self, key: str) -> str | None:
         try:
             return await self.cache.get(key)
-        except Exception:  # a cache outage is a miss, not a failed source
-            logger.warning("memory cache read failed", exc_info=True)
+        except Exception as exc:  # a cache outage is a miss, not a failed source
+            outage.log_failure(logger, "memory cache read failed", exc)
             return None
 
     async def _cache_set(self, key: str, value: str, ttl: float) -> None:
         try:
             await self.cache.set(key, value, ttl)
-        except Exception:
-            logger.warning("memory cache write failed", exc_info=True)
+        except Exception as exc:
+            outage.log_failure(logger, "memory cache write failed", exc)
 
     async def _generation(self, group: str) -> tuple[int, str | None]:
         """What has invalidated ``group`` so far: the in-process count and, with a shared cache,
