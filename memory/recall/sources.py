@@ -24,6 +24,7 @@ from memory.spaces import records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from datetime import datetime
 
     from config import settings as settings_module
     from memory import ports
@@ -60,6 +61,10 @@ class ProfileFact(Protocol):
     def memory_id(self) -> str | None: ...
     @property
     def origin_message_ids(self) -> tuple[str, ...]: ...
+    @property
+    def stated_at(self) -> datetime: ...
+    @property
+    def stream(self) -> str | None: ...
 
 
 class Profile(Protocol):
@@ -124,6 +129,10 @@ def _item(source: str, space: str, viewer: str | None, hit: records.MemoryHit) -
         text=record.text,
         origin_message_ids=tuple(record.origin_message_ids),
         score=hit.score,
+        # lore is canon: it has no age worth a label
+        said_at=None if source == "lore" else record.said_at,
+        stream=record.stream,
+        superseded=record.superseded_by is not None,
     )
 
 
@@ -155,6 +164,8 @@ class ProfileSource:
                 text=fact.text,
                 origin_message_ids=tuple(fact.origin_message_ids),
                 score=1.0 - index / 100,
+                said_at=fact.stated_at,
+                stream=fact.stream,
             )
             for index, fact in enumerate(profile.facts)
         ]
