@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from memory import models
 from memory.recall import cache as cache_module
 from memory.recall import context, sources, timelabel
+from memory.spaces import records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -84,8 +85,13 @@ def cache_key(
     user_ids: Sequence[str] = (),
 ) -> str:
     """The cache (and single-flight) key of a source: scope, owner, kind, normalized query digest
-    (``batch`` scope: the digest also covers the sorted ``user_ids`` of the batch's authors)."""
+    (``batch`` scope: the digest also covers the sorted ``user_ids`` of the batch's authors; a
+    time window or the past flag, when set, too)."""
     text = context.normalize(source.query)
+    if source.window is not None or source.past:
+        window = source.window or records.TimeWindow()
+        bounds = [m.isoformat() if m else "" for m in (window.since, window.until)]
+        text += "\x1e" + ",".join(bounds) + (",past" if source.past else "")
     if spec.scope == "batch":
         text += "\x1f" + ",".join(sorted(set(user_ids)))
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]

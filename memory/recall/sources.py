@@ -173,7 +173,11 @@ class ProfileSource:
 
 class RecallSource:
     """Targeted recall in the viewer's own personal space (``shared``: in the one shared personal
-    space, no author filter — the naive design, for the ``no_attribution_split`` ablation)."""
+    space, no author filter — the naive design, for the ``no_attribution_split`` ablation).
+
+    A source with a ``window`` (a time-scoped question) searches inside it first, and the whole
+    space when nothing in it is found; ``past`` (a question about the past) searches superseded
+    memories too."""
 
     def __init__(self, spaces: ports.MemorySpaces, *, limit: int, shared: bool = False) -> None:
         self.spaces = spaces
@@ -185,7 +189,29 @@ class RecallSource:
     ) -> list[models.RecallItem]:
         login, user_id = _viewer(source)
         space = identity.personal_space_key(user_id, attribution_split=not self.shared)
-        hits = await self.spaces.search(space, source.query, limit=self.limit, kinds=PERSONAL_KINDS)
+        items = await self._search(space, source, login, user_id, window=source.window)
+        if not items and source.window is not None:
+            # nothing said in the window the question names: the words were approximate
+            items = await self._search(space, source, login, user_id, window=None)
+        return items
+
+    async def _search(
+        self,
+        space: str,
+        source: models.PlannedSource,
+        login: str,
+        user_id: str,
+        *,
+        window: records.TimeWindow | None,
+    ) -> list[models.RecallItem]:
+        hits = await self.spaces.search(
+            space,
+            source.query,
+            limit=self.limit,
+            kinds=PERSONAL_KINDS,
+            window=window,
+            include_superseded=source.past,
+        )
         items = []
         for hit in hits:
             if not self.shared and hit.record.user_id and hit.record.user_id != user_id:
@@ -219,7 +245,11 @@ class SpaceSource:
             kinds = {records.MemoryKind.EPISODIC}
         else:
             key, name, kinds = identity.LORE_KEY, identity.LORE_KEY, {records.MemoryKind.LORE}
-        hits = await self.spaces.search(key, source.query, limit=self.limit, kinds=kinds)
+        hits = await self.spaces.search(
+            key, source.query, limit=self.limit, kinds=kinds, window=source.window
+        )
+        if not hits and source.window is not None:  # nothing in the window: search it all
+            hits = await self.spaces.search(key, source.query, limit=self.limit, kinds=kinds)
         # a small space returns its whole content for any query: keep what is near the best hit
         floor = hits[0].score * RELATIVE_FLOOR if hits else 0.0
         return [_item(self.kind, name, hit.record.login, hit) for hit in hits if hit.score >= floor]
