@@ -73,11 +73,19 @@ MORNING = span(day(29), day(29, hour=12))
         ("cosa ho fatto lunedì scorso?", span(day(23), day(24))),
         ("last friday?", span(day(27), day(28))),
         ("what did I say earlier this stream?", span(START, None)),
-        ("oggi cosa ho detto?", span(day(29), None)),
+        ("what did I say earlier today?", span(day(29), None)),
+        ("what should I play today?", None),  # present tense: no window
+        ("cosa giochiamo stasera?", None),
+        ("cosa fai il weekend?", None),
+        ("what did I do last weekend?", span(day(21), day(23))),
+        ("cosa ho fatto lo scorso weekend?", span(day(21), day(23))),
+        ("what do I play in this stream?", None),
         ("what did I say last year?", span(datetime(2025, 1, 1, tzinfo=UTC), day(1, 1))),
-        ("what have I been up to recently?", span(NOW - timedelta(days=14), None)),
+        ("what have I been up to recently?", None),  # vague: no window
         ("where do I live?", None),
         ("cosa ho fatto all'inizio dell'anno?", None),  # a year's start, not the stream's
+        ("what did I do at the beginning of my transition?", None),
+        ("what did I say at the beginning?", START_OF_STREAM),
     ],
 )
 def test_time_expression_windows(text: str, expected: records.TimeWindow | None) -> None:

@@ -13,8 +13,10 @@ viewer's items only against that viewer's own, so two viewers saying the same wo
 theirs; an episode whose lines the viewers' own memories already show adds nothing); drop what
 the working history already shows; drop recall items that repeat a profile fact
 of the same viewer; cap the block by a token budget; render labelled sections with every item
-attributed by login. When a viewer explicitly asked what the bot remembers, the block says so if
-the data is unavailable or if nothing is stored, so the model admits it instead of inventing.
+attributed by login and, given the turn's ``clock``, every memory and profile line labelled with
+when it was said (``timelabel``: ``- [alice · 3 weeks ago] …``; the labels count against the
+cap). When a viewer explicitly asked what the bot remembers, the block says so if the data is
+unavailable or if nothing is stored, so the model admits it instead of inventing.
 
 ``dedupe=False`` (the ``no_dedup`` ablation, ``settings.memory.dedupe``) skips the deduplication and
 the history drop: every non-empty item is kept, duplicates included; the token cap, the priority

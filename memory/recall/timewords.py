@@ -13,7 +13,8 @@ Every window is relative to the turn's chat time (the batch's newest message, ne
 clock) in UTC calendar days. "last stream" is the channel's previous stream as the viewer directory
 saw it (``StreamCalendar``); when no earlier stream is known, everything before this stream. Day
 and week windows are a little wider than the words (a day or two each side), because people count
-loosely.
+loosely. Vague or present-tense words ("recently", "today", "tonight", "this week") scope nothing:
+"what should I play today?" asks about what the viewer likes, whenever they said it.
 
 A question about the past ("where did I live before?", "what was my old job?", "used to", "prima
 dove abitavo?", "una volta") sets ``past`` on that viewer's recall: superseded memories are searched
@@ -41,8 +42,6 @@ DAY = timedelta(days=1)
 WEEK = timedelta(days=7)
 #: "at the start of the stream": its first third, at least this long
 START_SPAN = timedelta(minutes=30)
-#: "recently", "di recente"
-RECENT_SPAN = timedelta(days=14)
 
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -206,15 +205,14 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         r"(?:at|in|near) the (?:start|beginning) of (?:the |this |today s )?(?:stream|live)|"
-        r"when the stream (?:started|began)|at the (?:start|beginning)|in the beginning|"
-        r"(?:all|a|ad) inizio(?: (?:della |dello |di )?(?:live|stream|diretta))?"
-        r"(?! (?:del|dell|della|dello) (?:anno|mese|settimana|giorno))|appena iniziat[ao]",
+        r"when the stream (?:started|began)|(?:at|in) the (?:start|beginning)(?! of )|"
+        r"(?:all|a|ad) inizio(?: (?:della |dello |del |di )?(?:live|stream|diretta)|"
+        r"(?! (?:di|del|dell|della|dello|dei|degli|delle) ))|appena iniziat[ao]",
         _fixed(_stream_start),
     ),
     _rule(
-        r"earlier (?:in|on) (?:this|the) (?:stream|live)|earlier this stream|(?:in|on) this "
-        r"(?:stream|live)|(?:in|durante) questa (?:live|diretta)|in questo stream|"
-        r"prima in (?:live|stream)",
+        r"earlier (?:in|on) (?:this|the) (?:stream|live)|earlier this stream|"
+        r"prima in (?:live|stream|diretta)|(?:prima|poco fa) in questa (?:live|diretta)",
         _fixed(lambda w: _window(w.stream_start, None)),
     ),
     _rule(
@@ -230,30 +228,21 @@ RULES: tuple[Rule, ...] = (
         r"this morning|stamattina|stamane|stamani|questa mattina",
         _fixed(lambda w: _window(w.today, w.today + DAY / 2)),
     ),
-    _rule(
-        r"this afternoon|oggi pomeriggio|questo pomeriggio",
-        _fixed(lambda w: _window(w.today + DAY / 2, w.today + DAY * 0.75)),
-    ),
-    _rule(
-        r"tonight|this evening|stasera|questa sera",
-        _fixed(lambda w: _window(w.today + DAY * 0.7, None)),
-    ),
-    _rule(r"earlier today|today|oggi", _fixed(lambda w: _window(w.today, None))),
+    _rule(r"earlier today|oggi prima|prima oggi", _fixed(lambda w: _window(w.today, None))),
     _rule(r"the other day|l altro giorno", _fixed(lambda w: _window(w.today - WEEK, w.today))),
     _rule(
-        r"last weekend|(?:lo|il) (?:scorso )?(?:weekend|fine settimana)(?: scorso)?",
+        r"last weekend|(?:lo|il) scorso (?:weekend|fine settimana)|"
+        r"(?:il|lo) (?:weekend|fine settimana) scorso",
         _fixed(lambda w: _window(_monday(w) - 2 * DAY, _monday(w))),
     ),
     _rule(
         r"last week|(?:la )?settimana scorsa|la scorsa settimana",
         _fixed(lambda w: _window(_monday(w) - WEEK, _monday(w))),
     ),
-    _rule(r"this week|questa settimana", _fixed(lambda w: _window(_monday(w), None))),
     _rule(
         r"last month|(?:il )?mese scorso|lo scorso mese",
         _fixed(lambda w: _window(_month(w.now, 1), _month(w.now, 0))),
     ),
-    _rule(r"this month|questo mese", _fixed(lambda w: _window(_month(w.now, 0), None))),
     _rule(
         r"last year|(?:l )?anno scorso|lo scorso anno",
         _fixed(
@@ -263,12 +252,8 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     _rule(
-        rf"(?:last|on) ({_WEEKDAY})|({_WEEKDAY}) scors[oa]",
+        rf"last ({_WEEKDAY})|({_WEEKDAY}) scors[oa]",
         lambda m, w: _weekday(m[1] or m[2], w),
-    ),
-    _rule(
-        r"recently|lately|di recente|ultimamente|recentemente",
-        _fixed(lambda w: _window(w.now - RECENT_SPAN, None)),
     ),
 )
 
