@@ -142,3 +142,40 @@ async def test_the_turn_report_shows_the_window_of_each_source(spaces: Any) -> N
     [entry] = [s for s in report.to_json()["plan"]["sources"] if s["kind"] == "recall"]
     assert entry["window"] == {"since": "2026-11-16T00:00:00Z", "until": "2026-11-23T00:00:00Z"}
     assert entry["past"] is False
+
+
+def episode(text: str, minutes_ago: int) -> records.MemoryRecord:
+    moment = NOW - timedelta(minutes=minutes_ago)
+    return records.MemoryRecord(
+        id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"episode/{text}")),
+        space=identity.episodic_key("s1"),
+        kind=records.MemoryKind.EPISODIC,
+        text=text,
+        stream="s1",
+        origin_message_ids=(f"e-{minutes_ago}",),
+        first_ts=moment,
+        last_ts=moment,
+    )
+
+
+async def test_the_start_of_the_stream_scopes_its_episodes(spaces: Any) -> None:
+    early = episode("alice: we beat the ice dragon boss; bot: gg", 170)
+    late = episode("bob: dragon boss again, the dragon boss, another dragon boss fight", 5)
+    await spaces.upsert([early, late])
+    settings = support.plain_settings()
+    retriever = retrieval.build_retriever(
+        settings, spaces=spaces, profiles=support.NoProfiles(), cache=cache_module.InProcessCache()
+    )
+    # the stream began three hours ago (the oldest line of the working history)
+    history = [models.HistoryItem.from_event(support.event("carol", "hello!", -3 * 3600), "t0")]
+    batch = support.one_batch(
+        support.event("alice", "which dragon boss did we beat at the start?", 1)
+    )
+    plan = planner.Planner(settings).plan(batch, history)
+    [planned] = [s for s in plan.sources if s.kind == "episodic"]
+    assert planned.window is not None
+    result = await retriever.retrieve(plan, batch, history)
+    assert [i.text for i in result.items if i.source == "episodic"] == [early.text]
+    assert "- [stream · earlier this stream] alice: we beat the ice dragon boss; bot: gg" in (
+        result.block.splitlines()
+    )
