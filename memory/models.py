@@ -255,6 +255,9 @@ class PlannedSource:
     #: a question about the past ("where did I live before?"): superseded memories are recalled
     #: too, labelled as such
     past: bool = False
+    #: the stream whose episodes an ``episodic`` source searches (None: the batch's; a question
+    #: about the last stream: the previous one)
+    stream: str | None = None
 
     @property
     def key(self) -> str:
@@ -285,6 +288,7 @@ class Plan:
                     "query": s.query,
                     "window": _window_json(s.window),
                     "past": s.past,
+                    "stream": s.stream,
                 }
                 for s in self.sources
             ],

@@ -4,6 +4,7 @@ back, labelled; caches key on both."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from memory import identity, models
 from memory.adapters import qdrant
 from memory.recall import cache as cache_module
-from memory.recall import planner, retrieval, sources
+from memory.recall import directory, planner, retrieval, sources
 from memory.spaces import embedders, records
 from tests import retrieval_support as support
 from tests.fakes import spaces as fake_spaces
@@ -179,3 +180,35 @@ async def test_the_start_of_the_stream_scopes_its_episodes(spaces: Any) -> None:
     assert "- [stream · earlier this stream] alice: we beat the ice dragon boss; bot: gg" in (
         result.block.splitlines()
     )
+
+
+async def test_last_stream_searches_the_previous_streams_episodes(spaces: Any) -> None:
+    before = [
+        dataclasses.replace(
+            episode("alice: we finished the lava temple; bot: gg", 3 * 24 * 60),
+            space=identity.episodic_key("s0"),
+            stream="s0",
+        )
+    ]
+    await spaces.upsert([*before, episode("bob: the lava temple music is great", 3)])
+    viewers = directory.ViewerDirectory()
+    viewers.note_stream("s0", NOW - timedelta(days=3, hours=2), NOW - timedelta(days=3))
+    settings = support.plain_settings()
+    retriever = retrieval.build_retriever(
+        settings, spaces=spaces, profiles=support.NoProfiles(), cache=cache_module.InProcessCache()
+    )
+    batch = support.one_batch(support.event("alice", "what temple did we finish last stream?", 1))
+    plan = planner.Planner(settings, streams=viewers).plan(batch, [])
+    [planned] = [s for s in plan.sources if s.kind == "episodic"]
+    assert (planned.stream, planned.window) == ("s0", None)
+    result = await retriever.retrieve(plan, batch, [])
+    assert [i.text for i in result.items if i.source == "episodic"] == [before[0].text]
+    assert "- [stream · 3 days ago] alice: we finished the lava temple; bot: gg" in (
+        result.block.splitlines()
+    )
+    # the same query about this stream is another cache entry than the previous stream's
+    query = models.PlannedSource(kind="episodic", query="lava temple")
+    for stream, expected in (("s0", "we finished"), (None, "music"), ("s0", "we finished")):
+        planned = dataclasses.replace(query, stream=stream)
+        found = await retriever.retrieve(models.Plan(sources=(planned,)), batch, [])
+        assert [expected in i.text for i in found.items] == [True]

@@ -44,7 +44,7 @@ RULE_LINE = (
 #: section titles by section, in prompt order
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("viewer", "What viewers told us (most relevant first)"),
-    ("episodic", "Earlier in this stream"),
+    ("episodic", "Earlier on stream"),
     ("lore", "Lore"),
     ("state", "Channel state (canonical)"),
 )

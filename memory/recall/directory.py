@@ -113,10 +113,10 @@ class ViewerDirectory:
         """(first, last) chat time of ``stream``, or None when it was never seen."""
         return self._spans.get(stream)
 
-    def previous(self, stream: str, *, before: datetime) -> tuple[datetime, datetime] | None:
-        """The span of the latest other stream that ended before ``before`` (None: none known)."""
-        earlier = [s for key, s in self._spans.items() if key != stream and s[1] < before]
-        return max(earlier, key=lambda span: span[1], default=None)
+    def previous(self, stream: str, *, before: datetime) -> tuple[str, datetime, datetime] | None:
+        """The latest other stream that ended before ``before``, with its span (None: none known)."""
+        earlier = [(k, *s) for k, s in self._spans.items() if k != stream and s[1] < before]
+        return max(earlier, key=lambda found: found[2], default=None)
 
 
 async def load(

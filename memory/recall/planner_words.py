@@ -37,7 +37,8 @@ SELF_WORDS = frozenset(
 TIME_REFERENCE = phrases(
     "earlier|at the start|at the beginning|in the beginning|last time|you said|we talked|"
     "we were talking|all'inizio|poco fa|l'altra volta|hai detto|abbiamo parlato|"
-    "stavamo parlando|dicevi"
+    "stavamo parlando|dicevi|last stream|previous stream|l'ultima live|la live scorsa|"
+    "la scorsa live|l'ultimo stream|lo stream scorso"
 )
 #: weaker time words ("I was a nurse before" is no reference): they count only in a question
 WEAK_TIME_REFERENCE = phrases(

@@ -211,7 +211,8 @@ class Retriever:
     async def _load(
         self, source: models.PlannedSource, spec: sources.SourceSpec, batch: models.Batch
     ) -> list[models.RecallItem]:
-        key = cache_key(source, spec, batch.stream, [event.user_id for event in batch.chat])
+        stream = source.stream or batch.stream
+        key = cache_key(source, spec, stream, [event.user_id for event in batch.chat])
         group = f"v:{source.user_id}" if spec.scope == "viewer" else f"k:{spec.kind}"
         generation: tuple[int, str | None] | None = None
         if spec.ttl_seconds > 0:

@@ -240,8 +240,9 @@ class SpaceSource:
     async def __call__(
         self, source: models.PlannedSource, batch: models.Batch
     ) -> list[models.RecallItem]:
-        if self.kind == "episodic":
-            key, name = identity.episodic_key(batch.stream), identity.stream_space(batch.stream)
+        if self.kind == "episodic":  # the batch's stream, or the one the question names
+            stream = source.stream or batch.stream
+            key, name = identity.episodic_key(stream), identity.stream_space(stream)
             kinds = {records.MemoryKind.EPISODIC}
         else:
             key, name, kinds = identity.LORE_KEY, identity.LORE_KEY, {records.MemoryKind.LORE}

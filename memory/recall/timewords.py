@@ -5,7 +5,8 @@ The planner reads the viewers' questions (a question mark, an interrogative firs
 to recall) for a time expression — "last week", "yesterday", "last stream", "at the start of the
 stream", "two weeks ago", "3 days ago", "this morning", "la settimana scorsa", "ieri", "l'ultima
 live", "all'inizio della live", "due settimane fa", "stamattina" … — and puts its window on the
-viewer's ``recall`` source (and on ``episodic`` when the window reaches into this stream). Retrieval
+viewer's ``recall`` source (and on ``episodic`` when the window reaches into this stream; a question
+about the last stream searches that stream's episodes instead). Retrieval
 searches inside the window first and, when nothing is stored in it, without it: an approximate
 expression never hides the answer (``sources.RecallSource``).
 
@@ -92,6 +93,8 @@ class When:
     now: datetime
     stream_start: datetime
     previous: records.TimeWindow | None = None
+    #: the id of the previous stream (its episodes answer "what happened last stream?")
+    previous_stream: str | None = None
 
     @property
     def today(self) -> datetime:
@@ -107,8 +110,8 @@ class StreamCalendar(Protocol):
         """(first, last) message time of ``stream``, or None when unknown."""
         ...
 
-    def previous(self, stream: str, *, before: datetime) -> tuple[datetime, datetime] | None:
-        """The span of the latest other stream that ended before ``before``."""
+    def previous(self, stream: str, *, before: datetime) -> tuple[str, datetime, datetime] | None:
+        """The latest other stream that ended before ``before``: (stream, first, last)."""
         ...
 
 
@@ -128,8 +131,9 @@ def when_of(
     previous = calendar.previous(batch.stream, before=start) if calendar is not None else None
     if previous is None:
         return When(now=now, stream_start=start)
-    earlier = records.TimeWindow(since=previous[0], until=previous[1] + timedelta(seconds=1))
-    return When(now=now, stream_start=start, previous=earlier)
+    stream, first, last = previous
+    earlier = records.TimeWindow(since=first, until=last + timedelta(seconds=1))
+    return When(now=now, stream_start=start, previous=earlier, previous_stream=stream)
 
 
 def _window(since: datetime | None, until: datetime | None) -> records.TimeWindow:
@@ -293,7 +297,8 @@ def scoped(
     sources: Iterable[models.PlannedSource], when: When, texts: Sequence[str]
 ) -> list[models.PlannedSource]:
     """``sources`` with the window and past flag of the questions among ``texts``: on ``recall``
-    both; on ``episodic`` the window only when it reaches into this stream."""
+    both; on ``episodic`` the window when it reaches into this stream, and the previous stream's
+    episodes (``stream``) for a question about the last stream."""
     questions = [text for text in texts if asks(text)]
     found = next((w for w in (window(text, when) for text in questions) if w is not None), None)
     past = any(asks_past(text) for text in questions)
@@ -301,6 +306,8 @@ def scoped(
     for source in sources:
         if source.kind == "recall" and (found is not None or past):
             source = dataclasses.replace(source, window=found, past=past)
+        elif source.kind == "episodic" and found is not None and found is when.previous:
+            source = dataclasses.replace(source, stream=when.previous_stream)
         elif (
             source.kind == "episodic"
             and found is not None
