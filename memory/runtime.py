@@ -216,6 +216,7 @@ async def lifespan(
             lore_entities=lore.entities(settings.lore_dir),
             bot_name=settings.bot_name,
             directory=viewers,
+            streams=viewers,
         )
         spaces_prefetch = prefetch_module.Prefetch(turn_planner, memory_spaces)
         stack.push_async_callback(spaces_prefetch.settle)  # before the spaces close

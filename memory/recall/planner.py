@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import identity, models
-from memory.recall import context, directory
+from memory.recall import context, directory, timewords
 from memory.recall import planner_words as lexicon
 
 if TYPE_CHECKING:
@@ -151,6 +151,9 @@ class Planner:
         Viewers known to the channel (``ports.ViewerLookup``): a viewer named in a message
         (``@login``, or a bare login / display name) is recognised even when they are neither in
         the batch nor in the history. Read synchronously; the plan depends on its contents.
+    streams:
+        The channel's streams and their chat-time spans (``timewords.StreamCalendar``): what
+        "last stream" means. Without it, "last stream" is everything before this stream.
     """
 
     def __init__(
@@ -160,8 +163,10 @@ class Planner:
         bot_name: str | None = None,
         *,
         directory: ports.ViewerLookup | None = None,
+        streams: timewords.StreamCalendar | None = None,
     ) -> None:
         memory = settings.memory
+        self.streams = streams
         self.max_viewers = min(memory.max_viewers, HARD_MAX_VIEWERS)
         self.use_profile = memory.use_profile
         self.use_episodic = memory.use_episodic
@@ -187,10 +192,15 @@ class Planner:
                 continue
             self._score_event(event, order, candidates, local)
         selected = self._select(candidates)
+        # time-scoped and past questions (timewords): windows and the past flag on the sources
+        when = timewords.when_of(batch, history, self.streams)
         sources: list[models.PlannedSource] = []
         for candidate in selected:
-            sources.extend(self._viewer_sources(candidate))
-        sources.extend(self._stream_sources(batch, history))
+            planned = self._viewer_sources(candidate)  # may drop the viewer's own texts
+            texts = candidate.texts or [mention.text for mention in candidate.mentions]
+            sources.extend(timewords.scoped(planned, when, texts))
+        chat = [event.text for event in batch.chat]
+        sources.extend(timewords.scoped(self._stream_sources(batch, history), when, chat))
         viewers = tuple(
             models.PlannedViewer(
                 login=c.login, user_id=c.user_id, score=c.score, signals=c.ordered_signals()
