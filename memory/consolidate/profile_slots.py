@@ -79,7 +79,11 @@ _JOB_STOPS = frozenset(_JOB_STOP_WORDS.split())
 _WORD = re.compile(r"[\w'-]+")
 
 #: the clause boundaries of a statement
-_CLAUSES = re.compile(r"(?<=[.!?;,\n])\s*|\s+(?:and|but|e|ed|ma|però|pero)\s+", re.I)
+_CLAUSES = re.compile(
+    r"(?<=[.!?;,\n])\s*|\s+(?:and|but|so|because|'?cause|since|while|when|whenever|though"
+    r"|although|e|ed|ma|però|pero|perché|perche|quindi|mentre|quando|anche se)\s+",
+    re.I,
+)
 #: a clause that does not assert a present fact about the speaker
 _NOT_ASSERTED = re.compile(
     r"\b(?:if|unless|suppose|supposing|imagine|pretend|pretending|wish|would|could|should|might"
@@ -199,9 +203,11 @@ _ART_IT = r"(?:(?:un|una|uno)\s+|un'\s*)?"
 _ART_IT_DEF = r"(?:(?:il|la|lo)\s+|l'\s*)"
 #: any article after an explicit job phrase ("as a", "come un'", "faccio il")
 _ART = r"\s+(?:(?:an?|un|una|uno|il|la|lo)\s+|un'|l')?"
+#: what may come between "I" and "turned 25"
+_WHEN = r"(?:just|finally|officially|recently|also|literally|actually|yesterday|today)"
 _NOT_UNIT = (
-    r"(?!\s*(?:minutes?|mins?|hours?|hrs?|seconds?|secs?|days?|weeks?|months?|degrees?|times"
-    r"|percent|%|pm|am|k\b|hp\b|euros?|dollars?|bucks|pounds|kg|kilos?|lbs?|cm|m\b|games?))"
+    r"(?!\s*(?:%|(?:minutes?|mins?|hours?|hrs?|seconds?|secs?|days?|weeks?|months?|degrees?|times"
+    r"|percent|pm|am|k|hp|euros?|dollars?|bucks|pounds|kg|kilos?|lbs?|cm|m|games?|of)\b))"
 )
 _AGE_END = (
     r"(?:\s*(?:years?\s+old|yo|y/o|yrs?(?:\s+old)?))?"
@@ -221,8 +227,8 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
         ("age", r"\bho\s+(\d{1,2})\s+anni\b(?!\s+(?:di|d'|fa|che))", _number),
         (
             "age",
-            r"(?:^|\bi\s+|\bi'?ve\s+)(?:(?:just|finally|officially|recently|also|literally|actually"
-            r"|yesterday|today)\s+)*(?:turned|turn)\s+(\d{1,2})\b" + _NOT_UNIT,
+            r"(?:^(?:" + _WHEN + r"\s+)*turned|\bi'?ve\s+(?:" + _WHEN + r"\s+)*turned"
+            r"|\bi\s+(?:" + _WHEN + r"\s+)*turn(?:ed)?)\s+(\d{1,2})\b" + _NOT_UNIT,
             _number,
         ),
         ("age", r"\b(?:i'?m|i am)\s+(?:turning)\s+(\d{1,2})\b" + _NOT_UNIT, _number),
@@ -236,7 +242,7 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             "location",
             r"(?:\b(?:i|we)\s+(?:now\s+|still\s+|currently\s+)?live in|\bi'?m (?:now )?living in"
             r"|\bi'?m based in|\b(?:i|we|i'?ve|we'?ve)\s+(?:just\s+|recently\s+|finally\s+)?moved"
-            r"(?: back)? to|^(?:just\s+|recently\s+)?moved(?: back)? to|^(?:now\s+)?living in"
+            r"(?: back)? to|^(?:just\s+|recently\s+)?moved(?: back)? to"
             r"|(?:i'?ve been|^been) living in|\bi\s+relocated to|\bvivo (?:a|in|ad)"
             r"|\babito (?:a|in|ad)|\bmi sono (?:appena\s+)?trasferit[oa] (?:a|in|ad)"
             r"|\bmi trasferisco (?:a|in|ad))\s+(.+)",
