@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import hypothesis
 import pytest
 
 from memory.consolidate import profile as profile_module
@@ -163,3 +164,19 @@ async def test_a_clear_older_than_the_value_changes_nothing(db: postgres.Databas
     profile = await store.get("1001")
     assert profile is not None and profile.lines() == ["job: software tester"]
     assert profile.facts[0].stated_at == T0 + timedelta(minutes=20)
+
+
+PIECES = ["I'm a ", "sono un ", "non ", "più", " anymore", "nurse", "25", ", ", "?", "’", " e "]
+
+
+@hypothesis.given(
+    hypothesis.strategies.lists(
+        hypothesis.strategies.sampled_from(PIECES) | hypothesis.strategies.text(max_size=6),
+        max_size=12,
+    ).map("".join)
+)
+def test_slots_of_names_known_slots_and_agrees_with_derive(text: str) -> None:
+    slots = profile_module.slots_of(text)
+    assert all(s in profile_module.SLOTS or s.startswith("pet:") for s in slots)
+    assert all(value is None or value.strip() for value in slots.values())
+    assert profile_module.derive(text) == [(s, v) for s, v in slots.items() if v is not None]

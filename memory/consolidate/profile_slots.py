@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from memory.consolidate import profile_words
+from memory.consolidate import profile_words as words
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,23 +60,6 @@ PETS = {
 }
 _PET = "|".join(sorted(PETS, key=len, reverse=True))
 
-#: where a value stops: punctuation, a conjunction, or a time phrase
-_STOP = re.compile(
-    r"[.,;!?()]|\s(?:and|but|since|for|now|ago|last|this|recently|because|too|also|anymore|lol"
-    r"|btw|yesterday|today|e|ma|da|dal|dalla|dallo|ormai|adesso|ora|perch[eé]|quest[oa]|l'anno"
-    r"|il mese|lo scorso|la scorsa|pochi|ieri|oggi)\s",
-    re.I,
-)
-#: words that end a job phrase ("a nurse at the hospital", "infermiera a Milano")
-_JOB_STOP_WORDS = (
-    "at in for of with from and but now too also since by on who that which so because lol lmao"
-    " haha btw irl here there myself anyway anymore currently though tho today yesterday like"
-    " a ad per presso da dal dalla e ed ma ora adesso che con ormai anche qui nel nella alla al"
-    " allo ai agli alle da ieri oggi last next ago while whilst when one two three four five six"
-    " seven eight nine ten few several many"
-)
-_JOB_STOPS = frozenset(_JOB_STOP_WORDS.split())
-_WORD = re.compile(r"[\w'-]+")
 
 #: the clause boundaries of a statement
 _CLAUSES = re.compile(
@@ -84,6 +67,7 @@ _CLAUSES = re.compile(
     r"|although|e|ed|ma|però|pero|perché|perche|quindi|mentre|quando|anche se)\s+",
     re.I,
 )
+_PIU = re.compile(r"\bpiu(?:'|\b)", re.I)
 #: a clause that does not assert a present fact about the speaker
 _NOT_ASSERTED = re.compile(
     r"\b(?:if|unless|suppose|supposing|imagine|pretend|pretending|wish|would|could|should|might"
@@ -122,73 +106,8 @@ def is_reported_speech(text: str) -> bool:
     return any(pattern.search(text) for pattern in _REPORTED)
 
 
-def plain_value(rest: str) -> str:
-    """The value at the start of ``rest``: up to four words, cut at punctuation or a stop word."""
-    value = _STOP.split(" " + rest.strip() + " ", maxsplit=1)[0].strip()
-    return " ".join(value.split()[:4]).strip(" '\"")
-
-
-def _phrase(rest: str, limit: int = 4) -> list[str]:
-    """The words at the start of ``rest`` before punctuation or a job stop word."""
-    head = re.split(r"[.,;:!?()\"]", rest, maxsplit=1)[0]
-    words: list[str] = []
-    for word in _WORD.findall(head):
-        if word.casefold() in _JOB_STOPS or word.isdigit() or len(words) == limit:
-            break
-        words.append(word)
-    return words
-
-
-def job_value(rest: str) -> str | None:
-    """An explicitly stated job ("I work as a …"): the phrase as written."""
-    return " ".join(_phrase(rest)) or None
-
-
-def occupation_en(rest: str) -> str | None:
-    """After "I'm a": the phrase when it ends with an occupation and judges nothing."""
-    words = _phrase(rest)
-    folded = [w.casefold() for w in words]
-    if not folded or folded[-1] not in profile_words.OCCUPATIONS_EN:
-        return None
-    if any(w in profile_words.EVALUATIVE for w in folded):
-        return None
-    return " ".join(words)
-
-
-def occupation_it(rest: str) -> str | None:
-    """After "sono un/una/uno/un'" or "faccio il/la/lo/l'": an occupation, with up to two words
-    that qualify it ("ingegnere informatico", "insegnante di matematica")."""
-    words = _WORD.findall(re.split(r"[.,;:!?()\"]", rest, maxsplit=1)[0])
-    if not words or words[0].casefold() not in profile_words.OCCUPATIONS_IT:
-        return None
-    kept = [words[0]]
-    for word in words[1:3]:
-        if word.casefold() in _JOB_STOPS and word.casefold() not in {"di", "del", "della"}:
-            break
-        kept.append(word)
-    if kept[-1].casefold() in {"di", "del", "della"}:
-        kept.pop()
-    return " ".join(kept)
-
-
-def student_en(rest: str) -> str | None:
-    """After "I'm a": the field of "a law student", "a PhD student in physics" (None for "a
-    student", "a college student")."""
-    words = _WORD.findall(re.split(r"[.,;:!?()\"]", rest, maxsplit=1)[0])
-    folded = [w.casefold() for w in words]
-    if "student" not in folded[:5]:
-        return None
-    at = folded.index("student")
-    if folded[at + 1 : at + 2] in (["in"], ["of"]):
-        return plain_value(" ".join(words[at + 2 :])) or None
-    field = [w for w in words[:at] if w.casefold() not in profile_words.STUDY_LEVELS]
-    if any(w.casefold() in profile_words.EVALUATIVE for w in field):
-        return None
-    return " ".join(field) or None
-
-
 def _plain(rest: str) -> str | None:
-    return plain_value(rest) or None
+    return words.plain_value(rest) or None
 
 
 def _number(rest: str) -> str | None:
@@ -203,6 +122,8 @@ _ART_IT = r"(?:(?:un|una|uno)\s+|un'\s*)?"
 _ART_IT_DEF = r"(?:(?:il|la|lo)\s+|l'\s*)"
 #: any article after an explicit job phrase ("as a", "come un'", "faccio il")
 _ART = r"\s+(?:(?:an?|un|una|uno|il|la|lo)\s+|un'|l')?"
+#: "a 25 year old", "a 25-year-old"
+_YEAR_OLD = r"(?:years?|yr)[- ]old\b"
 #: what may come between "I" and "turned 25"
 _WHEN = r"(?:just|finally|officially|recently|also|literally|actually|yesterday|today)"
 _NOT_UNIT = (
@@ -232,6 +153,8 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             _number,
         ),
         ("age", r"\b(?:i'?m|i am)\s+(?:turning)\s+(\d{1,2})\b" + _NOT_UNIT, _number),
+        ("age", r"\b(?:i'?m|im|i am)\s+an?\s+(\d{1,2})[- ]?" + _YEAR_OLD, _number),
+        ("age", r"\bsono (?:un|una|uno) \w+ di (\d{1,2}) anni\b", _number),
         (
             "age",
             r"\b(?:compio|ho (?:appena\s+)?(?:fatto|compiuto)|faccio)\s+(\d{1,2})\s+anni\b"
@@ -245,7 +168,8 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             r"(?: back)? to|^(?:just\s+|recently\s+)?moved(?: back)? to"
             r"|(?:i'?ve been|^been) living in|\bi\s+relocated to|\bvivo (?:a|in|ad)"
             r"|\babito (?:a|in|ad)|\bmi sono (?:appena\s+)?trasferit[oa] (?:a|in|ad)"
-            r"|\bmi trasferisco (?:a|in|ad))\s+(.+)",
+            r"|\bmi trasferisco (?:a|in|ad)|\bsono (?:andat[oa]|tornat[oa]) a vivere (?:a|in|ad))"
+            r"\s+(.+)",
             _plain,
         ),
         (
@@ -259,14 +183,14 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             r"(?:\b(?:i work as|i'?m (?:now |currently )?working as|my job is|i'?m employed as"
             r"|i got hired as|i was hired as|i'?ve been working as|i (?:just )?started working as)"
             r"|^(?:been|(?:just\s+)?started) working as)" + _ART + r"(.+)",
-            job_value,
+            words.job_value,
         ),
         (
             "job",
             r"(?:^|\bi\s+|\bi'?ve\s+)(?:just\s+|recently\s+|finally\s+)?(?:started|got|landed"
             r"|found|began|took|accepted)\s+(?:a\s+|my\s+|the\s+)?(?:new\s+)?(?:job|position|role"
             r"|gig|internship)\s+as" + _ART + r"(.+)",
-            job_value,
+            words.job_value,
         ),
         (
             "job",
@@ -274,13 +198,18 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             r"|ho (?:appena\s+)?(?:iniziato|cominciato) a lavorare come"
             r"|ho (?:appena\s+)?(?:iniziato|cominciato|trovato|preso) (?:un\s+)?(?:nuovo\s+)?"
             r"lavoro come)" + _ART + r"(.+)",
-            job_value,
+            words.job_value,
         ),
-        ("job", r"\b(?:i'?m|im|i am)\s+" + _ADV + r"an?\s+(.+)", occupation_en),
-        ("job", r"\bi (?:just )?became an?\s+(.+)", occupation_en),
-        ("job", r"(?:^|\b" + _ADV_IT + r"\s+)sono\s+" + _ART_IT + r"(.+)", occupation_it),
-        ("job", r"\bfaccio\s+" + _ART_IT_DEF + r"(.+)", occupation_it),
-        ("job", r"\bsono diventat[oa]\s+" + _ART_IT + r"(.+)", occupation_it),
+        ("job", r"\b(?:i'?m|im|i am)\s+" + _ADV + r"an?\s+(.+)", words.occupation_en),
+        ("job", r"\bi (?:just )?became an?\s+(.+)", words.occupation_en),
+        (
+            "job",
+            r"\b(?:i'?m|im|i am)\s+an?\s+\d{1,2}[- ]?" + _YEAR_OLD + r"\s+(.+)",
+            words.occupation_en,
+        ),
+        ("job", r"(?:^|\b" + _ADV_IT + r"\s+)sono\s+" + _ART_IT + r"(.+)", words.occupation_it),
+        ("job", r"\bfaccio\s+" + _ART_IT_DEF + r"(.+)", words.occupation_it),
+        ("job", r"\bsono diventat[oa]\s+" + _ART_IT + r"(.+)", words.occupation_it),
         (
             "employer",
             r"(?:\bi work (?:at|for)|\blavoro (?:per|presso|alla|al)|(?:^|\bi\s+|\bi'?ve\s+)"
@@ -295,7 +224,7 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             r"studio|\bsono (?:uno |una )?student(?:e|essa) di|\bstudentessa di)\s+(.+)",
             _plain,
         ),
-        ("study", r"\b(?:i'?m|im|i am)\s+" + _ADV + r"an?\s+(.+)", student_en),
+        ("study", r"\b(?:i'?m|im|i am)\s+" + _ADV + r"an?\s+(.+)", words.student_en),
     )
 )
 
@@ -366,9 +295,9 @@ _PET_PATTERNS = (
 
 
 def _clauses(text: str) -> list[str]:
-    return [
-        c for c in _CLAUSES.split(text.replace("’", "'").replace("`", "'")) if c.strip(" .,!?;")
-    ]
+    """The clauses of ``text``, with straight apostrophes and "piu"/"piu'" written "più"."""
+    plain = _PIU.sub("più", text.replace("’", "'").replace("`", "'"))
+    return [c for c in _CLAUSES.split(plain) if c.strip(" .,!?;")]
 
 
 def _asserted(clause: str) -> bool:
@@ -380,7 +309,7 @@ def _sets(clause: str) -> dict[str, str]:
     for pattern in _PET_PATTERNS:
         for match in pattern.finditer(clause):
             groups = [g for g in match.groups() if g]
-            if name := plain_value(groups[1]):
+            if name := words.plain_value(groups[1]):
                 found.setdefault(f"pet:{PETS[groups[0].casefold()]}", name)
     for slot, pattern, reader in _SETS:
         if slot in found:
@@ -398,8 +327,8 @@ def _clears(clause: str) -> set[str]:
     cleared = {slot for slots, pattern in _CLEARS if pattern.search(clause) for slot in slots}
     if hit := _NO_LONGER_EN.search(clause):
         rest = hit.group(1) or hit.group(2)
-        cleared |= {"job"} if occupation_en(rest) else set()
-    if (hit := _NO_LONGER_IT.search(clause)) and occupation_it(hit.group(1)):
+        cleared |= {"job"} if words.occupation_en(rest) else set()
+    if (hit := _NO_LONGER_IT.search(clause)) and words.occupation_it(hit.group(1)):
         cleared.add("job")
     return cleared
 
@@ -417,7 +346,7 @@ def slots_of(text: str) -> dict[str, str | None]:
         cleared |= _clears(clause)
     if "study" in cleared and "study" not in values:
         for clause in filter(_asserted, _clauses(text)):
-            if (hit := _SWITCHED.search(clause)) and (field := plain_value(hit[1] or hit[2])):
+            if (hit := _SWITCHED.search(clause)) and (field := words.plain_value(hit[1] or hit[2])):
                 values["study"] = field
     result: dict[str, str | None] = dict.fromkeys(sorted(cleared - values.keys()))
     result.update(values)

@@ -1,4 +1,5 @@
-"""The word lists behind the profile's job and study slots (English and Italian).
+"""The word lists behind the profile slots (English and Italian), and the readers that cut a
+slot's value out of the words after its pattern ("Turin", "software tester", "law").
 
 "I'm a …" / "sono un …" is far broader than a job: "I'm a bit tired", "I'm a huge fan of X",
 "I'm a mess", "sono un po' stanco", "sono una frana". So those forms fill the job slot only when
@@ -9,6 +10,8 @@ come …") need no list.
 """
 
 from __future__ import annotations
+
+import re
 
 #: English occupation nouns (the last word of "I'm a software tester", "I'm a nurse")
 _OCCUPATIONS_EN = """
@@ -64,3 +67,86 @@ _STUDY_LEVELS = """
     first second third final year full-time part-time mature
     """
 STUDY_LEVELS = frozenset(_STUDY_LEVELS.split())
+
+#: where a value stops: punctuation, a conjunction, or a time phrase
+_STOP = re.compile(
+    r"[.,;!?()]|\s(?:and|but|since|for|now|ago|last|this|recently|because|too|also|anymore|lol"
+    r"|btw|yesterday|today|e|ma|da|dal|dalla|dallo|ormai|adesso|ora|perch[eé]|quest[oa]|l'anno"
+    r"|il mese|lo scorso|la scorsa|pochi|ieri|oggi)\s",
+    re.I,
+)
+#: words that end a job phrase ("a nurse at the hospital", "infermiera a Milano")
+_JOB_STOP_WORDS = (
+    "at in for of with from and but now too also since by on who that which so because lol lmao"
+    " haha btw irl here there myself anyway anymore currently though tho today yesterday like"
+    " a ad per presso da dal dalla e ed ma ora adesso che con ormai anche qui nel nella alla al"
+    " allo ai agli alle da ieri oggi last next ago while whilst when one two three four five six"
+    " seven eight nine ten few several many"
+)
+_JOB_STOPS = frozenset(_JOB_STOP_WORDS.split())
+_WORD = re.compile(r"[\w'-]+")
+
+
+def plain_value(rest: str) -> str:
+    """The value at the start of ``rest``: up to four words, cut at punctuation or a stop word."""
+    value = _STOP.split(" " + rest.strip() + " ", maxsplit=1)[0].strip()
+    return " ".join(value.split()[:4]).strip(" '\"")
+
+
+def _phrase(rest: str, limit: int = 4) -> list[str]:
+    """The words at the start of ``rest`` before punctuation or a job stop word."""
+    head = re.split(r"[.,;:!?()\"]", rest, maxsplit=1)[0]
+    words: list[str] = []
+    for word in _WORD.findall(head):
+        if word.casefold() in _JOB_STOPS or word[0].isdigit() or len(words) == limit:
+            break
+        words.append(word)
+    return words
+
+
+def job_value(rest: str) -> str | None:
+    """An explicitly stated job ("I work as a …"): the phrase as written."""
+    return " ".join(_phrase(rest)) or None
+
+
+def occupation_en(rest: str) -> str | None:
+    """After "I'm a": the phrase when it ends with an occupation and judges nothing."""
+    words = _phrase(rest)
+    folded = [w.casefold() for w in words]
+    if not folded or folded[-1] not in OCCUPATIONS_EN:
+        return None
+    if any(w in EVALUATIVE for w in folded):
+        return None
+    return " ".join(words)
+
+
+def occupation_it(rest: str) -> str | None:
+    """After "sono un/una/uno/un'" or "faccio il/la/lo/l'": an occupation, with up to two words
+    that qualify it ("ingegnere informatico", "insegnante di matematica")."""
+    words = _WORD.findall(re.split(r"[.,;:!?()\"]", rest, maxsplit=1)[0])
+    if not words or words[0].casefold() not in OCCUPATIONS_IT:
+        return None
+    kept = [words[0]]
+    for word in words[1:3]:
+        if word.casefold() in _JOB_STOPS and word.casefold() not in {"di", "del", "della"}:
+            break
+        kept.append(word)
+    if kept[-1].casefold() in {"di", "del", "della"}:
+        kept.pop()
+    return " ".join(kept)
+
+
+def student_en(rest: str) -> str | None:
+    """After "I'm a": the field of "a law student", "a PhD student in physics" (None for "a
+    student", "a college student")."""
+    words = _WORD.findall(re.split(r"[.,;:!?()\"]", rest, maxsplit=1)[0])
+    folded = [w.casefold() for w in words]
+    if "student" not in folded[:5]:
+        return None
+    at = folded.index("student")
+    if folded[at + 1 : at + 2] in (["in"], ["of"]):
+        return plain_value(" ".join(words[at + 2 :])) or None
+    field = [w for w in words[:at] if w.casefold() not in STUDY_LEVELS]
+    if any(w.casefold() in EVALUATIVE for w in field):
+        return None
+    return " ".join(field) or None
