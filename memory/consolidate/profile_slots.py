@@ -81,7 +81,7 @@ _SARCASM = re.compile(
     r"(?:^|\s)/(?:s|j|sarcasm)\b|#sarcasm|\bj/?k\b|\bjust kidding\b|\bkidding\b|\bnot really\b"
     r"|\byeah,? right\b|\bas if\b|\bsure,? jan\b|\bscherz(?:o|avo|ando)\b|\bironi[ac]\w*\b"
     r"|\bcome no\b|\bKappa\b|\bKeepo\b|🙃|😏|🤡"
-    r"|^(?:oh\s+)?(?:yeah|yea|sure|right|yes|sì|si|certo|ah sì|ah si)[\s,!.]+(?:and|e)\s+"
+    r"|^(?:oh\s+)?(?:yeah|yea|sure|right|certo|s[iì],? certo|ah s[iì])[\s,!.]+(?:and|e)\s+"
     r"(?:i'?m|i am|io sono|sono)\b",
     re.I,
 )
@@ -170,13 +170,13 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             r"|\babito (?:a|in|ad)|\bmi sono (?:appena\s+)?trasferit[oa] (?:a|in|ad)"
             r"|\bmi trasferisco (?:a|in|ad)|\bsono (?:andat[oa]|tornat[oa]) a vivere (?:a|in|ad))"
             r"\s+(.+)",
-            _plain,
+            words.place,
         ),
         (
             "hometown",
             r"\b(?:i'?m from|i am from|i come from|i was born in|sono di|vengo da"
             r"|sono nat[oa] (?:a|in))\s+(.+)",
-            _plain,
+            words.place,
         ),
         (
             "job",

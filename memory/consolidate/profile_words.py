@@ -68,6 +68,15 @@ _STUDY_LEVELS = """
     """
 STUDY_LEVELS = frozenset(_STUDY_LEVELS.split())
 
+#: what follows "I live in" / "sono di" / "vivo in" without being a place ("I live in the moment",
+#: "sono di turno", "sono di fretta", "vivo in pace")
+_NOT_PLACES = """
+    a an moment past present future fear denial hope peace sin shame fantasy my your his her
+    their our turno fretta corsa buon buona cattivo cattiva ritorno passaggio moda parte strada
+    sicuro solito compagnia guardia pace funzione attesa quel quella questo questa
+    """
+NOT_PLACES = frozenset(_NOT_PLACES.split())
+
 #: where a value stops: punctuation, a conjunction, or a time phrase
 _STOP = re.compile(
     r"[.,;!?()]|\s(?:and|but|since|for|now|ago|last|this|recently|because|too|also|anymore|lol"
@@ -102,6 +111,13 @@ def _phrase(rest: str, limit: int = 4) -> list[str]:
             break
         words.append(word)
     return words
+
+
+def place(rest: str) -> str | None:
+    """A place ("Turin", "New York City", "the Netherlands"): not "the moment", "turno", "pace"."""
+    value = plain_value(rest)
+    head = value.casefold().removeprefix("the ").split(" ", 1)[0]
+    return None if not value or head in NOT_PLACES else value
 
 
 def job_value(rest: str) -> str | None:
