@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from memory.consolidate import noise
 from memory.consolidate import profile as profile_module
 from memory.spaces import records
 
@@ -50,6 +51,23 @@ def test_the_corpus_is_large_enough_and_holds_every_kind_of_trap() -> None:
 @pytest.mark.parametrize("row", LINES, ids=[f"{row['lang']}:{row['text']}" for row in LINES])
 def test_each_corpus_line_sets_or_clears_the_expected_slots(row: dict[str, Any]) -> None:
     assert profile_module.slots_of(row["text"]) == row["expect"]
+
+
+#: the phrasings issue 20 saw missed, each with the slot it must fill
+MISSED = [
+    ("I'm a nurse, night shifts are rough", {"job": "nurse"}),
+    ("I'm a software tester now", {"job": "software tester"}),
+    ("I just started a job as a data analyst", {"job": "data analyst"}),
+    ("turned 25 yesterday", {"age": "25"}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MISSED)
+def test_the_phrasings_once_missed_pass_the_filter_and_fill_their_slot(
+    text: str, expected: dict[str, str]
+) -> None:
+    assert noise.classify(text).keep  # consolidation keeps it as a personal memory at all
+    assert profile_module.slots_of(text) == expected
 
 
 def _memory(n: int, text: str, day: int) -> records.MemoryRecord:
