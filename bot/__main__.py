@@ -16,16 +16,26 @@ from pathlib import Path
 
 from bot import errors as bot_errors
 from config import settings as settings_module
-from memory import errors, logs
+from memory import errors, identity, logs
 from memory import runtime as services_module
 from memory.history import chatlogs
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: the console's log file, in ``<data dir>/logs``
+CONSOLE_LOG = "console.log"
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="python -m bot", description=__doc__.splitlines()[0])
+    root.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        type=str.upper,
+        help="default LIVEMEMORY_LOG_LEVEL; the console shows WARNING and above on the terminal "
+        "(everything in <data dir>/logs/console.log) unless this is given",
+    )
     root.add_argument(
         "--log-format",
         choices=["text", "json"],
@@ -65,6 +75,13 @@ def parser() -> argparse.ArgumentParser:
     )
     console = sub.add_parser("console", help="type chat as several viewers and see the replies")
     console.add_argument("--no-llm", action="store_true", help="everything but the model call")
+    console.add_argument(  # here too, so that ``console --log-level INFO`` works
+        "--log-level",
+        choices=LOG_LEVELS,
+        type=str.upper,
+        default=argparse.SUPPRESS,
+        help="show log lines of this level and above on the terminal too (default: WARNING)",
+    )
     _web_flag(console)
     return root
 
@@ -102,6 +119,7 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
         return await _import(args, settings)
     if args.command == "console":
         return await _console(args, settings)
+    settings = default_bot_login(settings)
     # a replay runs consolidation itself (after each turn with --sync-consolidation, else at the end)
     async with services_module.lifespan(
         settings, no_llm=args.no_llm, background_worker=False
@@ -123,12 +141,26 @@ async def _console(args: argparse.Namespace, settings: settings_module.Settings)
     """The console bot, with the admin endpoint (and with ``--web`` the dashboard) beside it."""
     from bot import console, hosting
 
-    await hosting.refuse_second_bot(settings)
+    await hosting.refuse_second_bot(settings)  # before anything else is said or opened
+    settings = default_bot_login(settings)
     async with services_module.lifespan(settings, no_llm=args.no_llm) as services:
         await _check_model(services)
         async with hosting.hosting(settings, services, web=args.web):
             await console.console(services, no_llm=args.no_llm, commands=services.commands)
     return 0
+
+
+def default_bot_login(settings: settings_module.Settings) -> settings_module.Settings:
+    """Console and replays: with ``LIVEMEMORY_BOT_LOGIN`` unset, the bot login is the persona
+    name lowercased (said in one line at start)."""
+    if settings.bot_login:
+        return settings
+    login = identity.normalize_login(settings.bot_name)
+    print(
+        f"bot login @{login} (the persona name; LIVEMEMORY_BOT_LOGIN sets another)",
+        file=sys.stderr,
+    )
+    return settings.model_copy(update={"bot_login": login})
 
 
 async def _import(args: argparse.Namespace, settings: settings_module.Settings) -> int:
@@ -143,13 +175,26 @@ async def _import(args: argparse.Namespace, settings: settings_module.Settings) 
     return 0
 
 
+def configure_logging(args: argparse.Namespace, settings: settings_module.Settings) -> None:
+    """The log of the process; the console's terminal is for chat and turn reports: its log goes
+    to ``<data dir>/logs/console.log``, the terminal shows WARNING and above (``--log-level``
+    sets both)."""
+    level = args.log_level or settings.log_level
+    fmt = args.log_format or settings.log_format
+    if args.command == "console":
+        file = settings.data_dir / "logs" / CONSOLE_LOG
+        logs.configure(level, fmt, file=file, terminal_level=args.log_level or "WARNING")
+    else:
+        logs.configure(level, fmt)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = settings_module.load_or_exit()
     except SystemExit as exc:
         return int(exc.code or EXIT_USAGE)
-    logs.configure(settings.log_level, args.log_format or settings.log_format)
+    configure_logging(args, settings)
     try:
         return asyncio.run(_main(args, settings))
     except (errors.MemoryServiceError, bot_errors.BotError) as exc:

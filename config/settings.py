@@ -107,7 +107,8 @@ class MemorySettings(_Section):
     #: ingestion barrier scope: only the viewers a tool call involved, or the whole batch
     barrier_scope: Literal["viewers", "batch"] = "viewers"
     #: bot accounts whose messages never become personal or episodic memory (the bot itself is
-    #: always excluded too: ``bot_name`` and ``twitch.bot_id``)
+    #: always excluded too, by its user id ``twitch.bot_id``: a viewer called like the persona is
+    #: a viewer)
     known_bots: tuple[str, ...] = (
         "nightbot",
         "streamelements",
@@ -310,8 +311,9 @@ class Settings(BaseSettings):
     lore_dir: Path = PROJECT_ROOT / "config" / "lore"
     #: the bot's persona name, as viewers address it in chat ("Mnemo, do you remember…")
     bot_name: str = "Mnemo"
-    #: the Twitch login of the bot account (``@login`` addresses it); ``python -m bot run`` reads
-    #: it from the user token at start-up, so set it only for replays and the console
+    #: the Twitch login of the bot account (``@login`` addresses it, as ``@<bot_name>`` does);
+    #: ``python -m bot run`` reads it from the user token at start-up; the console and replays
+    #: take ``bot_name`` lowercased when it is unset
     bot_login: str | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: ``text`` (timestamped lines) or ``json`` (one object a line, for log collectors)

@@ -128,7 +128,7 @@ class Ingest:
             try:
                 stored = await self.store(event)
             except errors.StoreUnavailable as exc:
-                logger.warning(
+                logger.info(  # the outage itself is told once by Postgres's condition
                     "Postgres unavailable (%s): chat waits in the ingest spool",
                     exc,
                     extra={"action": "ingest_spool"},

@@ -8,7 +8,10 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: libraries whose INFO/DEBUG lines are noise for an operator
@@ -35,16 +38,43 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False, default=str)
 
 
-def configure(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:
-    """Set up the root logger of a process (replacing any handler set before)."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+def configure(
+    level: str = "INFO",
+    fmt: str = "text",
+    stream: TextIO | None = None,
+    *,
+    file: Path | None = None,
+    terminal_level: str | None = None,
+) -> None:
+    """Set up the root logger of a process (replacing any handler set before).
+
+    ``file``: the log also goes there at ``level`` (folders made as needed), while the terminal
+    (``stream``, default stderr) shows ``terminal_level`` and above only — the console keeps its
+    terminal for chat and turn reports. A file that cannot be opened leaves the terminal alone.
+    """
+    formatter = JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
+    terminal = logging.StreamHandler(stream or sys.stderr)
+    terminal.setLevel(terminal_level or level)
+    handlers: list[logging.Handler] = [terminal]
+    if file is not None:
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            written = logging.FileHandler(file, encoding="utf-8")
+        except OSError as exc:
+            print(f"warning: cannot write the log to {file} ({exc})", file=sys.stderr)
+        else:
+            written.setLevel(level)
+            handlers.append(written)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(level)
-    quiet = logging.DEBUG if level == "DEBUG" else max(logging.WARNING, root.level)
+        if isinstance(old, logging.FileHandler):  # ours, from an earlier call
+            old.close()
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    root.setLevel(min(h.level for h in handlers))
+    quiet = logging.DEBUG if level == "DEBUG" else max(logging.WARNING, logging.getLevelName(level))
     for name in QUIET:
         logging.getLogger(name).setLevel(quiet)
     for name in QUIET_BELOW_DEBUG:

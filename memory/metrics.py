@@ -140,6 +140,10 @@ class ReliabilityMetrics:
     * ``livememory_ingest_spool_messages`` — chat waiting in the ingest spool for Postgres
     * ``livememory_ingest_spool_oldest_seconds`` — how long the oldest of them has waited
     * ``livememory_ingest_spool_refused_total`` — messages a full spool could not hold
+    * ``livememory_outages_total{condition}`` — outages begun (``redis``, ``postgres``, ``qdrant``,
+      ``ollama``, ``source:<kind>`` over its time budget), each told in one log line when it starts
+      and one when it ends (``memory.outage``)
+    * ``livememory_outage_failures_total{condition}`` — the handled failures during them
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -164,6 +168,25 @@ class ReliabilityMetrics:
             "Chat messages a full ingest spool could not hold",
             registry=registry,
         )
+
+        self.outages = Counter(
+            "livememory_outages",
+            "Outages begun (a store unavailable, a memory source over its time budget)",
+            ["condition"],
+            registry=registry,
+        )
+        self.outage_failures = Counter(
+            "livememory_outage_failures",
+            "Handled failures of a store or memory source (logged once per outage)",
+            ["condition"],
+            registry=registry,
+        )
+
+    def outage_started(self, condition: str) -> None:
+        self.outages.labels(condition=condition).inc()
+
+    def outage_failure(self, condition: str) -> None:
+        self.outage_failures.labels(condition=condition).inc()
 
     def history_fallback(self, operation: str) -> None:
         self.history_fallbacks.labels(operation=operation).inc()

@@ -75,7 +75,7 @@ async def apply(db: postgres.Database, directory: Path = MIGRATIONS_DIR) -> list
             for migration in migrations:
                 if migration.version in done:
                     continue
-                logger.info(
+                logger.debug(
                     "applying migration %s_%s",
                     migration.version,
                     migration.name,
@@ -96,6 +96,14 @@ async def apply(db: postgres.Database, directory: Path = MIGRATIONS_DIR) -> list
                 applied_now.append(migration.version)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", LOCK_KEY)
+    if applied_now:  # one line, not one a migration
+        logger.info(
+            "applied %d migration(s), %s to %s",
+            len(applied_now),
+            applied_now[0],
+            applied_now[-1],
+            extra={"action": "migrate", "versions": applied_now},
+        )
     return applied_now
 
 

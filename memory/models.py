@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from memory.spaces import records
+
 #: badges that carry authority or status in chat
 KNOWN_BADGES = frozenset({"broadcaster", "moderator", "vip", "subscriber"})
 #: platform events a transcript line of kind "event" may name
@@ -247,6 +249,15 @@ class PlannedSource:
     query: str = ""
     #: the viewer explicitly asked what the bot remembers (failure must be admitted in the prompt)
     explicit: bool = False
+    #: the span of chat time the question is about ("last week", "ieri"): searched first, and
+    #: without it when nothing is found in it (``memory.recall.timewords``)
+    window: records.TimeWindow | None = None
+    #: a question about the past ("where did I live before?"): superseded memories are recalled
+    #: too, labelled as such
+    past: bool = False
+    #: the stream whose episodes an ``episodic`` source searches (None: the batch's; a question
+    #: about the last stream: the previous one)
+    stream: str | None = None
 
     @property
     def key(self) -> str:
@@ -271,9 +282,27 @@ class Plan:
                 for v in self.viewers
             ],
             "sources": [
-                {"kind": s.kind, "viewer": s.viewer, "query": s.query} for s in self.sources
+                {
+                    "kind": s.kind,
+                    "viewer": s.viewer,
+                    "query": s.query,
+                    "window": _window_json(s.window),
+                    "past": s.past,
+                    "stream": s.stream,
+                }
+                for s in self.sources
             ],
         }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
+
+
+def _window_json(window: records.TimeWindow | None) -> dict[str, str | None] | None:
+    if window is None:
+        return None
+    return {"since": _iso(window.since), "until": _iso(window.until)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -287,6 +316,13 @@ class RecallItem:
     text: str
     origin_message_ids: tuple[str, ...] = ()
     score: float = 0.0
+    #: chat time of the memory (a profile fact: when its value was stated); the prompt shows it
+    #: relative to the turn's chat time. None for channel state and lore (canon: no age)
+    said_at: datetime | None = None
+    #: the stream it was said in ("earlier this stream" when it is the turn's)
+    stream: str | None = None
+    #: a newer statement of the same viewer supersedes it (shown only for a question about the past)
+    superseded: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -297,7 +333,26 @@ class RecallItem:
             "text": self.text,
             "origin_message_ids": list(self.origin_message_ids),
             "score": round(self.score, 4),
+            "said_at": _iso(self.said_at),
+            "stream": self.stream,
+            "superseded": self.superseded,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RecallItem:
+        said_at = data.get("said_at")
+        return cls(
+            source=data["source"],
+            space=data["space"],
+            viewer=data["viewer"],
+            memory_id=data["memory_id"],
+            text=data["text"],
+            origin_message_ids=tuple(data["origin_message_ids"]),
+            score=float(data["score"]),
+            said_at=datetime.fromisoformat(said_at) if said_at else None,
+            stream=data.get("stream"),
+            superseded=bool(data.get("superseded", False)),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

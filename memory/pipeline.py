@@ -212,7 +212,9 @@ class TurnPipeline:
                 await self._answer(batch, turn_id, ids, current, new_items, report)
         except errors.MemoryServiceError as exc:
             report.status, report.error = models.TurnStatus.FAILED, str(exc)
-            logger.warning("turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
+            # an outage is told once by its store's condition (``memory.outage``), not per turn
+            level = logging.INFO if isinstance(exc, errors.StoreUnavailable) else logging.WARNING
+            logger.log(level, "turn %s failed: %s", turn_id, exc, extra={"action": "turn_failed"})
         except Exception as exc:  # an unexpected error still ends the turn: no pending turn left
             report.status, report.error = models.TurnStatus.FAILED, f"{type(exc).__name__}: {exc}"
             logger.exception("turn %s failed", turn_id, extra={"action": "turn_failed"})

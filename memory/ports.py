@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Collection, Mapping, Sequence
+    from datetime import datetime
 
     from memory import models
     from memory.spaces import records
@@ -154,7 +155,21 @@ class MemorySpaces(Protocol):
         *,
         limit: int = 5,
         kinds: Collection[records.MemoryKind] | None = None,
-    ) -> list[records.MemoryHit]: ...
+        window: records.TimeWindow | None = None,
+        include_superseded: bool = False,
+    ) -> list[records.MemoryHit]:
+        """The best ``limit`` memories of ``space`` for ``query``.
+
+        ``window``: only memories said inside it (``MemoryRecord.said_at``; a payload datetime
+        filter in the store). Superseded memories (``supersede``) are left out unless
+        ``include_superseded`` (a question about the past)."""
+        ...
+
+    async def supersede(self, space: str, ids: Sequence[str], *, by: str, at: datetime) -> int:
+        """Mark memories of ``space`` superseded by the newer memory ``by`` (``superseded_by``,
+        ``superseded_at`` on the stored points); returns how many were marked. Marking again
+        moves the mark; the memories stay stored, listed and erasable."""
+        ...
 
     async def get(self, space: str, ids: Sequence[str]) -> list[records.MemoryRecord]: ...
 

@@ -1,8 +1,10 @@
 """When the bot speaks: the reply policy of a turn (addressed | ambient | always) and the quiet switch.
 
-A batch gets a reply when one of its chat events addresses the bot: ``@<bot login>`` or the bot's
-login or persona name as a word, a reply thread to one of the bot's own chat messages, or a
-configured platform event (sub, raid, cheer). ``ambient`` may also speak unprompted, at most once per
+A batch gets a reply when one of its chat events addresses the bot: ``@<persona name>`` or
+``@<bot login>`` (any case, anywhere in the message, trailing punctuation or not: ``ciao @Mnemo,``),
+the persona name or login as a word (``Mnemo?``, never inside another word: ``mnemonic``,
+``@mnemo_fan``), a reply thread to one of the bot's own chat messages, or a configured platform
+event (sub, raid, cheer). Chat commands are answered by their handler whatever the policy. ``ambient`` may also speak unprompted, at most once per
 ``ambient_interval_seconds`` of chat time, to a batch with a question for the room. A viewer who was
 just answered waits ``viewer_cooldown_seconds`` (chat time) before addressing the bot again gets
 another reply. The quiet switch (``!quiet`` / ``!unquiet``) is a Postgres row per channel, so every
@@ -73,7 +75,8 @@ class ReplyState:
 
 
 def _word(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w@]){re.escape(name)}(?![\w@])", re.IGNORECASE)
+    """``name`` or ``@name`` as a whole word, in any case: not inside a longer word or login."""
+    return re.compile(rf"(?<![\w@])@?{re.escape(name)}(?![\w@])", re.IGNORECASE)
 
 
 def has_room_question(event: models.ChatEvent) -> bool:
@@ -119,8 +122,7 @@ class ReplyPolicy:
         """Whether ``event`` speaks to the bot."""
         if event.kind is models.EventKind.EVENT:
             return (event.event or "") in self.settings.events
-        mentioned = {identity.normalize_login(m) for m in _MENTION.findall(event.text)}
-        if mentioned & self._logins or any(p.search(event.text) for p in self._names):
+        if any(p.search(event.text) for p in self._names):
             return True
         if event.reply_to and self.state is not None:
             return await self.state.is_bot_message(event.reply_to)

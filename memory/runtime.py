@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import prometheus_client
 
-from memory import errors, migrate, pipeline, ports
+from memory import errors, migrate, outage, pipeline, ports
 from memory import metrics as metrics_module
 from memory import reply as reply_module
 from memory.adapters import ollama as ollama_adapter
@@ -151,6 +151,7 @@ async def lifespan(
         shared_cache, raw_history = await _open_cache_and_history(settings, stack)
         metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
         reliability = metrics_module.ReliabilityMetrics(metrics.registry)
+        stack.enter_context(outage.counted(reliability))
         # turns go on when Redis is down: the transcript stands in for the working history
         history = working.Fallback(
             raw_history,
@@ -215,6 +216,7 @@ async def lifespan(
             lore_entities=lore.entities(settings.lore_dir),
             bot_name=settings.bot_name,
             directory=viewers,
+            streams=viewers,
         )
         spaces_prefetch = prefetch_module.Prefetch(turn_planner, memory_spaces)
         stack.push_async_callback(spaces_prefetch.settle)  # before the spaces close

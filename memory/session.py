@@ -103,7 +103,7 @@ class Session:
         await self.services.transcript.append_events([event])
         if self.services.viewers is not None:  # the planner recognises them when named later
             self.services.viewers.register(
-                event.user_id, event.login, event.name, stream=event.stream
+                event.user_id, event.login, event.name, stream=event.stream, at=event.ts
             )
         if self.services.prefetch is not None:  # open their spaces while the batch is open
             self.services.prefetch.note(event)

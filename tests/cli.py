@@ -29,7 +29,8 @@ def environment() -> dict[str, str]:
 def run(
     *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None, timeout: float = 120
 ) -> Result:
-    """``python -m <args>`` with only ``env`` (plus PATH/HOME) as its environment."""
+    """``python -m <args>`` with only ``env`` (plus PATH/HOME) as its environment, running the
+    code of this checkout (``PYTHONPATH``: a shared virtualenv may have another one installed)."""
     base = environment()
     proc = subprocess.run(
         [sys.executable, "-m", *args],

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: seconds a test waits for one expected line (an embedded Postgres's first start included)
 LINE_SECONDS = 120.0
+#: the console, its log on the terminal too (the worker's job lines are DEBUG-level chatter)
+CONSOLE = ("console", "--no-llm", "--web", "--log-level", "DEBUG")
 LINK = re.compile(r"sign in with this one-time link \(this PC only\): (\S+)")
 
 
@@ -74,11 +76,11 @@ class LiveBot:
 
     @classmethod
     def start(cls, tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> LiveBot:
-        """``python -m bot ARGV`` (default ``console --no-llm --web``) with ``env`` added to the
-        embedded defaults."""
+        """``python -m bot ARGV`` (default ``CONSOLE``) with ``env`` added to the embedded
+        defaults."""
         env = {**embedded_env(tmp_path), **(env or {})}
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot", *(argv or ("console", "--no-llm", "--web"))],
+            [sys.executable, "-m", "bot", *(argv or CONSOLE)],
             env={**cli.environment(), **env},
             cwd=tmp_path,
             stdin=subprocess.PIPE,

@@ -94,7 +94,7 @@ def job_for(turn_id: str, payload: Any = None) -> jobs.Job:
 
 @pytest.fixture
 def settings(make_settings: SettingsFactory) -> Any:
-    return make_settings(bot_name="mnemo")
+    return make_settings(bot_name="mnemo", twitch={"bot_id": VIEWERS["mnemo"]})
 
 
 @pytest.fixture
@@ -571,3 +571,40 @@ async def test_without_profiles_no_profile_is_updated(
 
     assert result.personal == 1 and result.episodic == 1
     assert await profile_module.ProfileStore(db).get("1001") is None
+
+
+async def test_everyday_phrasings_reach_the_profile_and_the_newest_job_wins(
+    db: postgres.Database, consolidator: consolidation.Consolidator
+) -> None:
+    weeks = 21 * 24 * 3600
+    first = await journal_turn(
+        db,
+        [
+            msg("m1", "alice", "I work as a barista in a small café"),
+            msg("m2", "bob", "I'm a nurse, night shifts are rough", second=1),
+        ],
+    )
+    later = await journal_turn(
+        db,
+        [
+            msg("m3", "alice", "I'm a software tester now", second=weeks, stream="s2"),
+            msg("m4", "bob", "turned 25 yesterday", second=weeks + 1, stream="s2"),
+            msg(
+                "m5",
+                "carla",
+                "I just started a job as a data analyst",
+                second=weeks + 2,
+                stream="s2",
+            ),
+        ],
+    )
+    await consolidator.consolidate(later)
+    await consolidator.consolidate(first)  # the older turn last: it changes nothing it lost
+
+    store = profile_module.ProfileStore(db)
+    lines = {login: await store.get(VIEWERS[login]) for login in ("alice", "bob", "carla")}
+    assert {login: p.lines() if p else [] for login, p in lines.items()} == {
+        "alice": ["job: software tester"],
+        "bob": ["age: 25", "job: nurse"],
+        "carla": ["job: data analyst"],
+    }

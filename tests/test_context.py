@@ -90,7 +90,7 @@ def test_sections_rule_line_and_attribution() -> None:
     assert "recent chat" in lines[0].lower() and "channel state" in lines[0].lower()
     assert [line for line in lines if line.startswith("## ")] == [
         "## What viewers told us (most relevant first)",
-        "## Earlier in this stream",
+        "## Earlier on stream",
         "## Lore",
         "## Channel state (canonical)",
     ]
@@ -304,7 +304,7 @@ def test_without_dedupe_duplicates_and_history_repeats_are_kept_under_the_cap() 
         "I moved to Turin last year!!",
         "the boss fight was epic",
     ]
-    assert "## What viewers told us" in kept.block and "## Earlier in this stream" in kept.block
+    assert "## What viewers told us" in kept.block and "## Earlier on stream" in kept.block
     cap = kept.tokens_estimate - 5
     capped = context.assemble(outcomes, history, token_budget=cap, dedupe=False)
     assert capped.tokens_estimate <= cap

@@ -14,6 +14,7 @@ outage of that length); everything else waits on state with a bounded deadline, 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ import asyncpg
 import pytest
 
 from bot.twitch import client, run
-from memory import models, session
+from memory import models, outage, session
 from memory import runtime as services_module
 from memory.consolidate import jobs
 from tests import servers
@@ -73,7 +74,9 @@ async def test_postgres_down_10s_under_the_twitch_bot_loses_no_chat(
     make_settings: SettingsFactory,
     twitch_fake: fake_twitch.FakeTwitch,
     fake_ollama: fake_ollama_module.FakeOllama,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     fake = twitch_fake
     fake.live[fake_twitch.OWNER_ID] = "777"
     with servers.postgres_server() as pg:
@@ -145,6 +148,14 @@ async def test_postgres_down_10s_under_the_twitch_bot_loses_no_chat(
     # speed (the last ones waited about 3 s plus the drain); the first waited the whole outage
     assert sent_ids[10] in missed, by_status
     assert {r["status"] for r in consolidated} == {"succeeded"}
+    # the outage is one line when it starts and one when it ends, without a traceback (issue 22)
+    assert not [r.getMessage() for r in caplog.records if r.exc_info]
+    actions = [
+        getattr(r, "action", None)
+        for r in caplog.records
+        if getattr(r, "condition", None) == outage.POSTGRES
+    ]
+    assert actions == ["outage_start", "outage_end"]
     print(  # the counts of the fault (pytest -s shows them)
         f"postgres down {OUTAGE_SECONDS:g} s: in 30, stored {len(ids)}, answered {len(answered)}, "
         f"missed {len(missed)}, consolidation jobs {sum(r['n'] for r in consolidated)} succeeded"

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+import uuid
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -32,9 +34,10 @@ def test_badly_named_migration_is_refused(tmp_path: Path) -> None:
 
 
 async def test_all_migrations_apply_to_an_empty_database_and_a_second_run_does_nothing(
-    server_dsn: str,
+    server_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    name = "lm_migration_test"
+    caplog.set_level(logging.INFO, logger="memory.migrate")
+    name = f"lm_migration_test_{uuid.uuid4().hex[:8]}"  # the server may be shared
     conn = await asyncpg.connect(server_dsn)
     await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await conn.execute(f'CREATE DATABASE "{name}"')
@@ -45,7 +48,11 @@ async def test_all_migrations_apply_to_an_empty_database_and_a_second_run_does_n
         db = postgres.Database(pool=pool, dsn=dsn)
         first = await migrate.apply(db)
         assert first == [m.version for m in MIGRATIONS]
+        # one summary line, not one a migration
+        [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+        assert line == f"applied {len(first)} migration(s), {first[0]} to {first[-1]}"
         assert await migrate.apply(db) == []
+        assert len([r for r in caplog.records if r.levelno >= logging.INFO]) == 1
         rows = await pool.fetch("SELECT version FROM schema_migrations ORDER BY version")
         assert [r["version"] for r in rows] == first
     finally:

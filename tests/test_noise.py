@@ -35,6 +35,8 @@ KEPT = [
     "ho un cane che si chiama Rex",
     "tifo Juventus da sempre",
     "ricordati che sono vegetariano",
+    "turned 25 yesterday",
+    "just turned 30!",
 ]
 
 DROPPED = [

@@ -13,10 +13,18 @@ from tests import conftest
 
 T0 = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 USER_IDS = {"alice": "1001", "bob": "1002", "carol": "1003", "dave": "1004", "erin": "1005"}
+USER_IDS["livememory"] = "9000"
+
+
+def bot_settings(**memory: Any) -> conftest.IsolatedSettings:
+    """The persona ``livememory``, whose own account has the user id 9000."""
+    return conftest.IsolatedSettings(
+        bot_name="livememory", twitch={"bot_id": "9000"}, memory=memory
+    )
 
 
 def make_planner(**memory: Any) -> planner.Planner:
-    settings = conftest.IsolatedSettings(bot_name="livememory", memory=memory)
+    settings = bot_settings(**memory)
     return planner.Planner(
         settings, lore_entities=["Captain Nebula", "Castello Nero", "Livememory"]
     )
@@ -387,7 +395,7 @@ CHANNEL = make_directory(
 
 
 def directory_planner(**memory: Any) -> planner.Planner:
-    settings = conftest.IsolatedSettings(bot_name="livememory", memory=memory)
+    settings = bot_settings(**memory)
     return planner.Planner(settings, lore_entities=["Captain Nebula"], directory=CHANNEL)
 
 
@@ -609,7 +617,7 @@ def test_viewers_of_a_message_are_its_author_and_the_viewers_it_names() -> None:
 
 def test_of_namesakes_only_the_one_who_chatted_in_this_stream_is_taken() -> None:
     known = make_directory(("3001", "john_a", "John"), ("3002", "john_b", "John"))
-    plans = planner.Planner(conftest.IsolatedSettings(bot_name="livememory"), directory=known)
+    plans = planner.Planner(bot_settings(), directory=known)
     question = batch(msg("alice", "@livememory what does John do for work?"))
     assert "3001" not in {v.user_id for v in plans.plan(question, []).viewers}  # no guess
     known.register("3002", "john_b", "John", stream="s0")  # chatted in another stream

@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import hypothesis
 import pytest
 
 from memory.consolidate import profile as profile_module
@@ -125,3 +126,57 @@ async def test_profiles_are_per_viewer_and_deletable(db: postgres.Database) -> N
     await store.apply_memories([bob])
     assert await store.delete_viewer("1002") == 1
     assert await store.get("1002") is None
+
+
+def test_a_statement_that_clears_a_slot_is_a_change_not_a_fact_nor_a_note() -> None:
+    record = memory("m1", "I don't study architecture anymore, I live in Turin now", 3)
+    changes = profile_module.changes_from_memory(record)
+    assert sorted((f.slot, f.value, f.cleared) for f in changes) == [
+        ("location", "Turin", False),
+        ("study", "", True),
+    ]
+    assert {f.stated_at for f in changes} == {T0 + timedelta(minutes=3)}
+    assert [f.slot for f in profile_module.facts_from_memory(record)] == ["location"]
+    assert profile_module.slots_of(record.text) == {"study": None, "location": "Turin"}
+
+
+async def test_a_cleared_slot_goes_and_stays_gone_until_a_newer_statement(
+    db: postgres.Database,
+) -> None:
+    store = profile_module.ProfileStore(db)
+    await store.apply_memories([memory("m1", "I study architecture", 0)])
+    await store.apply_memories([memory("m2", "non studio più architettura", 10)])
+    assert await store.get("1001") is None  # only the cleared row: nothing to show
+
+    await store.apply_memories([memory("m3", "I study law", 5)])  # older than the clear: ignored
+    assert await store.get("1001") is None
+    await store.apply_memories([memory("m4", "I'm a design student", 20)])
+    profile = await store.get("1001")
+    assert profile is not None and profile.lines() == ["study: design"]
+    assert profile.facts[0].stated_at == T0 + timedelta(minutes=20)
+
+
+async def test_a_clear_older_than_the_value_changes_nothing(db: postgres.Database) -> None:
+    store = profile_module.ProfileStore(db)
+    await store.apply_memories([memory("m2", "I'm a software tester now", 20)])
+    await store.apply_memories([memory("m1", "I'm not a barista anymore", 10)])
+    await store.apply_memories([memory("m0", "I work as a barista", 0)])
+    profile = await store.get("1001")
+    assert profile is not None and profile.lines() == ["job: software tester"]
+    assert profile.facts[0].stated_at == T0 + timedelta(minutes=20)
+
+
+PIECES = ["I'm a ", "sono un ", "non ", "più", " anymore", "nurse", "25", ", ", "?", "’", " e "]
+
+
+@hypothesis.given(
+    hypothesis.strategies.lists(
+        hypothesis.strategies.sampled_from(PIECES) | hypothesis.strategies.text(max_size=6),
+        max_size=12,
+    ).map("".join)
+)
+def test_slots_of_names_known_slots_and_agrees_with_derive(text: str) -> None:
+    slots = profile_module.slots_of(text)
+    assert all(s in profile_module.SLOTS or s.startswith("pet:") for s in slots)
+    assert all(value is None or value.strip() for value in slots.values())
+    assert profile_module.derive(text) == [(s, v) for s, v in slots.items() if v is not None]

@@ -84,6 +84,7 @@ HOT: dict[str, tuple[Any, ...]] = {
     "transcript_redacted_ids": (["m99990", "m5"],),
     "transcript_viewer_by_login": ("viewer42",),
     "transcript_viewer_by_id": ("u42",),
+    "transcript_stream_spans": (50,),
     "memory_turn_messages": (["m99990", "m99980"],),
     "memory_turn_authors": ("t99990",),
     "memory_tombstones_for_turn": ("t99990", ["mem1"], ["u1"]),

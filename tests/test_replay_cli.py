@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from tests import cli
@@ -92,3 +93,29 @@ def test_console_chats_as_several_viewers(env: dict[str, str], tmp_path: Path) -
     result = cli.run("bot", "console", "--no-llm", env=env, cwd=tmp_path, stdin=typed)
     assert result.code == 0, result.err
     assert "── turn" in result.out and "in history" in result.out
+
+
+#: a log line as ``memory.logs`` prints it (text format)
+LOG_LINE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} (DEBUG|INFO|WARNING|ERROR) ")
+
+
+def test_console_terminal_shows_chat_and_turns_only_and_logs_to_a_file(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """Piped input, the default policy: no log line on the terminal; they are in the log file."""
+    default = {k: v for k, v in env.items() if k != "LIVEMEMORY_REPLY__POLICY"}
+    typed = "alice: I work as a graphic designer\nbob: @Mnemo what does alice do?\n/quit\n"
+    result = cli.run("bot", "console", "--no-llm", env=default, cwd=tmp_path, stdin=typed)
+    assert result.code == 0, result.err
+    terminal = [*result.out.splitlines(), *result.err.splitlines()]
+    assert not [line for line in terminal if LOG_LINE.match(line)], terminal
+    assert "── turn" in result.out
+    assert "bot login @mnemo (the persona name" in result.err  # one line says so
+    logged = (tmp_path / "data" / "logs" / "console.log").read_text()
+    assert " INFO " in logged and "created Qdrant collection" in logged
+
+    again = cli.run(
+        "bot", "console", "--no-llm", "--log-level", "info", env=default, cwd=tmp_path, stdin=typed
+    )
+    assert again.code == 0, again.err
+    assert [line for line in again.err.splitlines() if " INFO " in line and LOG_LINE.match(line)]

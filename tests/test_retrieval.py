@@ -217,7 +217,7 @@ async def test_attribution_end_to_end(
     assert recall.degraded == []
     assert {i.space for i in recall.items} == {"viewer-alice"}
     assert {m for i in recall.items for m in i.origin_message_ids} <= {"a1", "a2"}
-    assert "- [alice] I work as a graphic designer" in recall.block
+    assert "- [alice · earlier today] I work as a graphic designer" in recall.block
     assert "Rome" not in recall.block
 
     # Carol asks where Alice lives: Bob's claim never surfaces as Alice's fact

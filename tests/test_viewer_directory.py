@@ -4,12 +4,14 @@ working history no longer shows is planned when another viewer names them."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory import runtime as services_module
 from memory import session
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from tests.conftest import SettingsFactory
 
 from memory import models
@@ -97,3 +99,60 @@ async def test_viewers_seen_in_an_earlier_run_are_known_at_start(
         await replay.finish()
     [report] = reports
     assert viewers_of(report) == {"alice": "1001", "caroline_k": "1004"}
+
+
+def said_in(stream: str, n: int, at: datetime, text: str) -> models.ChatEvent:
+    return models.ChatEvent(
+        id=f"{stream}-m{n}", stream=stream, user_id="1001", login="alice", text=text, ts=at
+    )
+
+
+async def replayed(
+    settings: Any, events: Sequence[models.ChatEvent], check: Callable[[Any], None] | None = None
+) -> list[models.TurnReport]:
+    """The reports of one run of the bot over ``events`` (``check``: called on its services first)."""
+    reports: list[models.TurnReport] = []
+
+    async def deliver(report: models.TurnReport) -> None:
+        reports.append(report)
+
+    async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
+        if check is not None:
+            check(svc)
+        replay = session.Replay(svc, deliver, commands=svc.commands, sync_consolidation=True)
+        for event in events:
+            await replay.feed(event)
+        await replay.finish()
+    return reports
+
+
+async def test_last_stream_is_the_stream_before_this_one_after_a_restart(
+    make_settings: SettingsFactory,
+) -> None:
+    """The stream calendar: loaded from the transcript at start, it tells "last stream" apart."""
+    settings = make_settings(bot_name="Mnemo", memory={"history_cap": HISTORY_CAP})
+    week_ago, days_ago = T0 - timedelta(days=7), T0 - timedelta(days=3)
+    bye = days_ago + timedelta(hours=2)
+    await replayed(
+        settings,
+        [
+            said_in("w1", 1, week_ago, "I adopted a kitten called Biscotto"),
+            said_in("w2", 1, days_ago, "I adopted a tortoise called Speedy"),
+            said_in("w2", 2, bye, "gg everyone, bye"),
+        ],
+    )
+
+    def knows_the_streams(svc: Any) -> None:
+        assert svc.viewers.span("w2") == (days_ago, bye)
+
+    [report] = await replayed(
+        settings,
+        [said_in("w3", 1, T0, "@Mnemo what did I adopt last stream?")],
+        knows_the_streams,
+    )
+    [recall] = [s for s in report.plan.sources if s.key == "recall:alice"]
+    assert recall.window is not None
+    assert (recall.window.since, recall.window.until) == (days_ago, bye + timedelta(seconds=1))
+    # the windowed recall hit ranks its statement (a profile note, which the hit repeats) first
+    assert report.recall[0].text == "I adopted a tortoise called Speedy"
+    assert "- [alice · 3 days ago] I adopted a tortoise called Speedy" in report.prompt.preview

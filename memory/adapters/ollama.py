@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import ollama
 
-from memory import errors, models
+from memory import errors, models, outage
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -24,7 +24,17 @@ def how_to_start(host: str) -> str:
 
 @contextlib.contextmanager
 def wrap_errors(host: str, model: str) -> Iterator[None]:
-    """Translate the client's errors at the boundary."""
+    """Translate the client's errors at the boundary; an unreachable server is an outage, told
+    once when it starts and once when it ends (``memory.outage``)."""
+    # a model error is an answer (a refusal): Ollama is there
+    watch = outage.watched(outage.OLLAMA, f"Ollama at {host}", answered=(errors.ModelError,))
+    with watch, _translate(host, model):
+        yield
+
+
+@contextlib.contextmanager
+def _translate(host: str, model: str) -> Iterator[None]:
+    """The client's errors as ours (``wrap_errors`` without the outage bookkeeping: start-up)."""
     try:
         yield
     except (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -74,7 +84,7 @@ class OllamaChat:
 
     async def check(self) -> None:
         """Fail fast, with how to fix it, when Ollama or the model is not there."""
-        with wrap_errors(self.host, self.model):
+        with _translate(self.host, self.model):
             listed = await self.client.list()
         names = {m.model for m in listed.models if m.model}
         if self.model not in names and f"{self.model}:latest" not in names:
@@ -123,7 +133,7 @@ def canonical_model(model: str) -> str:
 async def has_model(host: str, model: str, *, request_timeout: float = 1.0) -> bool:
     """Whether the Ollama at ``host`` answers ``/api/tags`` and lists ``model``."""
     client = ollama.AsyncClient(host=host, timeout=request_timeout)
-    with wrap_errors(host, model):
+    with _translate(host, model):  # a probe at start-up: its answer is the news, not an outage
         listed = await client.list()
     names = {canonical_model(m.model) for m in listed.models if m.model}
     return canonical_model(model) in names

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from memory import errors
+from memory import errors, outage
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -43,7 +43,14 @@ class Database:
 
 @contextlib.contextmanager
 def wrap_errors(action: str) -> Iterator[None]:
-    """Translate driver errors into ``errors.StoreUnavailable`` at the boundary."""
+    """Translate driver errors into ``errors.StoreUnavailable`` at the boundary; an outage is told
+    once when it starts and once when it ends (``memory.outage``)."""
+    with outage.watched(outage.POSTGRES, "Postgres"), _translate(action):
+        yield
+
+
+@contextlib.contextmanager
+def _translate(action: str) -> Iterator[None]:
     try:
         yield
     except CONNECT_ERRORS as exc:
@@ -83,8 +90,27 @@ def start_embedded(data_dir: Path) -> str:
     return str(server.get_uri())
 
 
+class _RefillFailures(logging.Filter):
+    """asyncpg logs a traceback each time it cannot refill its pool while Postgres is down
+    ("Failed to restore the pool connection floor"): that is the outage, told once by Postgres's
+    condition (``memory.outage``), its traceback at DEBUG. Anything else it logs passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, CONNECT_ERRORS):
+            outage.conditions.failed(outage.POSTGRES, exc, what="Postgres")
+            return False
+        return True
+
+
+_REFILL_FAILURES = _RefillFailures()
+
+
 async def connect_pool(dsn: str, settings: Settings) -> asyncpg.Pool:
     """Open a pool with bounded, logged retries (services under compose start in any order)."""
+    pool_logger = logging.getLogger("asyncpg.pool")
+    if _REFILL_FAILURES not in pool_logger.filters:
+        pool_logger.addFilter(_REFILL_FAILURES)
     attempts = settings.postgres.connect_attempts
     for attempt in range(1, attempts + 1):
         try:

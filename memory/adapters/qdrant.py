@@ -32,6 +32,7 @@ from memory.spaces import store as spaces_module
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+    from datetime import datetime
     from types import TracebackType
 
     from config.settings import Settings
@@ -47,6 +48,23 @@ def _scope(space: str, shared: bool) -> list[qm.Condition]:
     if not shared:
         return []
     return [qm.FieldCondition(key=spaces_module.TENANT_KEY, match=qm.MatchValue(value=space))]
+
+
+def _current(
+    window: memory_records.TimeWindow | None, include_superseded: bool
+) -> list[qm.Condition]:
+    """The payload conditions of a search's time window and of "not superseded"."""
+    conditions: list[qm.Condition] = []
+    if not include_superseded:  # no mark: the key is missing or null
+        conditions.append(qm.IsEmptyCondition(is_empty=qm.PayloadField(key="superseded_by")))
+    if window is not None and (window.since or window.until):
+        conditions.append(
+            qm.FieldCondition(
+                key=spaces_module.SAID_AT_KEY,
+                range=qm.DatetimeRange(gte=window.since, lt=window.until),
+            )
+        )
+    return conditions
 
 
 def _filter(conditions: Sequence[qm.Condition]) -> qm.Filter | None:
@@ -173,6 +191,9 @@ class QdrantSpaces:
                 old.get(spaces_module.CORRECTED_BY_KEY) if old.get("space") == space else None
             )
             payload[spaces_module.CORRECTED_BY_KEY] = marker
+            if record.superseded_by is None and old.get("space") == space:  # a retry keeps it
+                payload["superseded_by"] = old.get("superseded_by")
+                payload["superseded_at"] = old.get("superseded_at")
             if self.shared:
                 payload[spaces_module.TENANT_KEY] = space
             vectors = qdrant_hybrid.point_vector(hybrid, record, vector)
@@ -184,6 +205,18 @@ class QdrantSpaces:
                 await self.client.set_payload(
                     name, payload={spaces_module.CORRECTED_BY_KEY: correction}, points=[target]
                 )
+
+    async def supersede(self, space: str, ids: Sequence[str], *, by: str, at: datetime) -> int:
+        found: builtins.list[qm.ExtendedPointId] = [
+            r.id for r in await self.get(space, ids) if r.id != by
+        ]
+
+        async def mark(name: str) -> int:
+            payload = {"superseded_by": by, "superseded_at": at.isoformat()}
+            await self.client.set_payload(name, payload=payload, points=found, wait=True)
+            return len(found)
+
+        return await self._read(space, "supersede", mark, 0) if found else 0
 
     async def delete(self, space: str, ids: Sequence[str]) -> int:
         found = await self.get(space, ids)
@@ -345,6 +378,8 @@ class QdrantSpaces:
         *,
         limit: int = 5,
         kinds: Collection[memory_records.MemoryKind] | None = None,
+        window: memory_records.TimeWindow | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[memory_records.MemoryHit]:
         """Dense search plus corrections and the lexical signal (see ``spaces.rank``).
 
@@ -356,7 +391,7 @@ class QdrantSpaces:
         async def search(name: str) -> builtins.list[memory_records.MemoryHit]:
             [vector] = await self.embedder.embed([query])
             fetch = spaces_module.fetch_size(limit)
-            scope = _scope(space, self.shared)
+            scope = [*_scope(space, self.shared), *_current(window, include_superseded)]
             sparse = lexical.query(query) if self._collections.hybrid(name) else None
             candidates = await self._query(name, vector, sparse, fetch, scope)
             if kinds is not None and len(candidates) == fetch:

@@ -21,7 +21,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http import exceptions as qdrant_exceptions
 
-from memory import errors
+from memory import errors, outage
 from memory.adapters import qdrant_local
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
@@ -43,7 +43,14 @@ class CollectionGone(errors.MemoryServiceError):
 
 @contextlib.contextmanager
 def wrap_errors(action: str) -> Iterator[None]:
-    """Translate client errors: unreachable or failing server → ``errors.StoreUnavailable``."""
+    """Translate client errors: unreachable or failing server → ``errors.StoreUnavailable``, an
+    outage told once when it starts and once when it ends (``memory.outage``)."""
+    with outage.watched(outage.QDRANT, "Qdrant"), _translate(action):
+        yield
+
+
+@contextlib.contextmanager
+def _translate(action: str) -> Iterator[None]:
     try:
         yield
     except (qdrant_exceptions.ResponseHandlingException, httpx.TransportError, OSError) as exc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from memory import errors, models
+from memory import errors, models, outage
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -91,10 +91,16 @@ class RedisCache:
     @staticmethod
     @contextlib.contextmanager
     def _wrap() -> Iterator[None]:
-        try:
-            yield
-        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-            raise errors.StoreUnavailable(f"Redis cache unavailable: {exc}") from exc
+        """Driver errors → ``errors.StoreUnavailable``; the outage is told once (``outage``)."""
+        with outage.watched(outage.REDIS, "Redis"):
+            try:
+                yield
+            except (
+                redis.exceptions.ConnectionError,
+                redis.exceptions.TimeoutError,
+                OSError,
+            ) as exc:
+                raise errors.StoreUnavailable(f"Redis cache unavailable: {exc}") from exc
 
 
 def _glob_escape(text: str) -> str:

@@ -144,9 +144,9 @@ def _event(row: postgres.Record) -> _Message:
 
 
 def bot_logins(settings: Settings) -> frozenset[str]:
-    """Normalized logins whose messages never become memory: known bots and the bot itself."""
-    names = [*settings.memory.known_bots, settings.bot_name]
-    return frozenset(identity.normalize_login(name) for name in names if name)
+    """Normalized logins whose messages never become memory: the known (third-party) bots. The bot
+    itself is told by its user id (``twitch.bot_id``): a viewer named like the persona is a viewer."""
+    return frozenset(identity.normalize_login(name) for name in settings.memory.known_bots if name)
 
 
 class Consolidator:
@@ -172,6 +172,8 @@ class Consolidator:
         self.model = model if settings.ollama.extract_facts else None
         self.bots = bot_logins(settings)
         self.bot_ids = frozenset(filter(None, [settings.twitch.bot_id]))
+        #: the persona name and the bot login: a message naming them is addressed to the bot
+        self.bot_names = tuple(filter(None, (settings.bot_name, settings.bot_login)))
 
     def is_bot(self, event: models.ChatEvent) -> bool:
         return event.user_id in self.bot_ids or identity.normalize_login(event.login) in self.bots
@@ -223,8 +225,9 @@ class Consolidator:
                 await self.invalidator.invalidate_viewer(user_id)
             except errors.StoreUnavailable as exc:
                 # the memory is written: losing the job to a cache outage would lose it for good;
-                # a cache that was down serves nothing meanwhile, and its entries expire (TTL)
-                logger.warning(
+                # a cache that was down serves nothing meanwhile, and its entries expire (TTL);
+                # the outage itself is told once by the cache's condition (``memory.outage``)
+                logger.debug(
                     "turn %s: caches of viewer %s not invalidated (%s); new memories show once "
                     "they expire",
                     turn_id,
@@ -371,7 +374,7 @@ class Consolidator:
             if reason is None:
                 verdict = noise.classify(
                     event.text,
-                    bot_names=(self.settings.bot_name,),
+                    bot_names=self.bot_names,
                     previous=asked,
                 )
                 reason = None if verdict.keep else verdict.reason

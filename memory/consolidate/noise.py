@@ -141,10 +141,11 @@ _HYPOTHETICAL = re.compile(
 #: first-person subject markers (objects like "me" in "tell me" do not count)
 _FIRST_PERSON_EN = re.compile(
     r"\b(?:i|i'm|im|i've|ive|i'll|i'd|my|mine|myself|we|we're|we've|we'll|our|ours|ourselves)\b"
-    # an elided subject opens the clause: "been working as a nurse for six years", "just moved"
+    # an elided subject opens the clause: "been working as a nurse for six years", "just moved",
+    # "turned 25 yesterday"
     r"|^(?:been|just (?:got|started|moved|bought|finished|joined|came back)|gotta|started"
     r"|finished|moved|bought|went|visited|tried|got (?:a|an|my|into|back)|working|living"
-    r"|studying)\b"
+    r"|studying|(?:just )?turned \d{1,2})\b"
 )
 _FIRST_PERSON_IT = re.compile(
     r"\b(?:io|sono|mi chiamo|mi sono|mi trasferisco|mi piace|mi piacciono|mio|mia|miei|mie|ho"

@@ -1,38 +1,46 @@
 """The viewer profile: a few facts per viewer, in Postgres, derived during consolidation.
 
-A profile holds at most one fact per *slot*; a newer statement (by chat time) replaces an older one of
-the same slot, so "I moved to Turin" supersedes "I live in Rome". Slots, detected by simple English and
-Italian patterns on a viewer's own kept statements:
+A profile holds at most one fact per *slot*, each with the chat time it was stated (``stated_at``).
+A newer statement (by chat time, not by the order consolidation sees them) replaces an older one of
+the same slot, so "I moved to Turin" supersedes "I live in Rome" and "I'm a software tester now"
+supersedes "I work as a barista". A statement can also *clear* a slot ("I don't study architecture
+anymore", "non abito più a Roma", "I quit my job"): the slot is kept as an empty row with its time,
+so an older statement seen later cannot bring the value back, and is never shown. Slots, detected
+by English and Italian patterns on a viewer's own kept statements (``profile_slots``; checked line
+by line against ``tests/data/profile_corpus.jsonl``):
 
 ========== =========================================================== ====================
 slot       examples                                                    value
 ========== =========================================================== ====================
 name       "my name is Marco", "call me Bea", "mi chiamo Giulia"       Marco
-age        "I'm 25", "I am 31 years old", "ho 25 anni"                 25
+age        "I'm 25", "turned 25 yesterday", "ho 25 anni",              25
+           "compio 30 anni", "ho fatto 40 anni"
 location   "I live in Rome", "I moved to Turin", "abito a Napoli",     Turin
            "vivo a Roma", "mi sono trasferita a Torino"
 hometown   "I'm from Milan", "I was born in Bari", "sono di Milano",   Milan
            "vengo da Palermo", "sono nato a Bari"
-job        "I work as a graphic designer", "my job is nursing",        graphic designer
-           "lavoro come grafico", "faccio il cuoco"
+job        "I work as a graphic designer", "I'm a nurse",              graphic designer
+           "I just started a job as a data analyst", "sono
+           un'infermiera", "faccio il cuoco", "lavoro come grafico"
 employer   "I work at Ferrari", "lavoro per Ferrari"                   Ferrari
-study      "I study physics", "I'm studying law", "studio ingegneria"  physics
+study      "I study physics", "I'm a law student", "studio ingegneria" physics
 pet:<kind> "my cat is called Miso", "ho un cane che si chiama Rex"     Miso (slot pet:cat)
 note:<id>  any other kept self-statement; only the newest three stay   the statement
 ========== =========================================================== ====================
 
+``slots_of(text)`` says which slots a statement sets or clears (for supersession);
 ``await ProfileStore(db).get(user_id)`` reads a profile in one query.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memory import sql
 from memory.adapters import postgres
+from memory.consolidate import profile_slots
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,77 +58,10 @@ NOTE_LIMIT = 3
 NOTE_PREFIX = "note:"
 
 #: pet words (EN/IT) → the kind used in the ``pet:<kind>`` slot
-PETS = {
-    "cat": "cat",
-    "kitten": "cat",
-    "gatto": "cat",
-    "gatta": "cat",
-    "gattino": "cat",
-    "dog": "dog",
-    "puppy": "dog",
-    "cane": "dog",
-    "cagnolino": "dog",
-    "cagnolina": "dog",
-    "rabbit": "rabbit",
-    "coniglio": "rabbit",
-    "hamster": "hamster",
-    "criceto": "hamster",
-    "parrot": "bird",
-    "bird": "bird",
-    "pappagallo": "bird",
-    "fish": "fish",
-    "pesce": "fish",
-    "turtle": "turtle",
-    "tartaruga": "turtle",
-}
-_PET = "|".join(sorted(PETS, key=len, reverse=True))
-#: where a value stops: punctuation, a conjunction, or a time phrase
-_STOP = re.compile(
-    r"[.,;!?()]|\s(?:and|but|since|for|now|ago|last|this|recently|because|e|ma|da|dal|dalla|dallo"
-    r"|ormai|adesso|ora|perch[eé]|quest[oa]|l'anno|il mese|lo scorso|la scorsa|pochi)\s",
-    re.I,
-)
-
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (slot, re.compile(pattern, re.I))
-    for slot, pattern in (
-        ("name", r"\b(?:my name is|my name's|call me|i'?m called|mi chiamo|il mio nome è)\s+(.+)"),
-        ("age", r"\b(?:i'?m|i am)\s+(\d{1,2})(?:\s+years?\s+old)?\s*(?:$|[.,!;])"),
-        ("age", r"\bho\s+(\d{1,2})\s+anni\b"),
-        (
-            "location",
-            r"\b(?:i\s+(?:now\s+)?live in|i'?m living in|i'?m based in|i\s+(?:just\s+)?moved to"
-            r"|i\s+relocated to|vivo (?:a|in|ad)|abito (?:a|in|ad)"
-            r"|mi sono (?:appena\s+)?trasferit[oa] (?:a|in|ad)|mi trasferisco (?:a|in|ad))\s+(.+)",
-        ),
-        (
-            "hometown",
-            r"\b(?:i'?m from|i am from|i come from|i was born in|sono di|vengo da|sono nat[oa] (?:a|in))"
-            r"\s+(.+)",
-        ),
-        (
-            "job",
-            r"\b(?:i work as(?: an?)?|i'?m working as(?: an?)?|my job is(?: an?)?|i'?m employed as(?: an?)?"
-            r"|lavoro come|di mestiere faccio(?: il| la| lo| l')?|faccio (?:il|la|lo|l'))\s*(.+)",
-        ),
-        (
-            "employer",
-            r"\b(?:i work (?:at|for)|lavoro (?:per|presso|alla|al))\s+(.+)",
-        ),
-        ("study", r"(?:\bi study|\bi'?m studying|(?:^|[.,;!]\s*|\bio\s+)studio)\s+(.+)"),
-    )
-)
-_PET_PATTERNS = (
-    re.compile(
-        rf"\bmy\s+(?:\w+\s+)?({_PET})(?:'s name is| is called| is named| named| called)\s+(.+)",
-        re.I,
-    ),
-    re.compile(rf"\bi have an?\s+(?:\w+\s+)?({_PET})\s+(?:called|named)\s+(.+)", re.I),
-    re.compile(
-        rf"\bil mio\s+({_PET})\s+si chiama\s+(.+)|\bla mia\s+({_PET})\s+si chiama\s+(.+)", re.I
-    ),
-    re.compile(rf"\bho un[ao']?\s+({_PET})\s+(?:che si chiama|di nome)\s+(.+)", re.I),
-)
+PETS = profile_slots.PETS
+#: the slots a statement sets (value) or clears (None): see ``profile_slots``
+slots_of = profile_slots.slots_of
+is_reported_speech = profile_slots.is_reported_speech
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +84,12 @@ class ProfileFact:
     @property
     def is_note(self) -> bool:
         return self.slot.startswith(NOTE_PREFIX)
+
+    @property
+    def cleared(self) -> bool:
+        """A cleared slot ("I don't study anymore"): kept in the table so that an older statement
+        processed later cannot bring the value back, never shown."""
+        return self.value == ""
 
     @property
     def line(self) -> str:
@@ -192,55 +139,23 @@ class Profile:
         return {"user_id": self.user_id, "facts": [fact.to_json() for fact in self.facts]}
 
 
-def _value(rest: str) -> str:
-    value = _STOP.split(" " + rest.strip() + " ", maxsplit=1)[0].strip()
-    words = value.split()
-    return " ".join(words[:4]).strip(" '\"")
-
-
 def derive(text: str) -> list[tuple[str, str]]:
-    """The ``(slot, value)`` pairs a self-statement fills (empty when it fits no slot)."""
-    found: dict[str, str] = {}
-    for pattern in _PET_PATTERNS:
-        for match in pattern.finditer(text):
-            groups = [g for g in match.groups() if g]
-            kind, name = PETS[groups[0].casefold()], _value(groups[1])
-            if name:
-                found.setdefault(f"pet:{kind}", name)
-    for slot, pattern in _PATTERNS:
-        if slot in found:
-            continue
-        hit = pattern.search(text)
-        if hit and (value := _value(hit.group(1))):
-            found[slot] = value
-    return list(found.items())
+    """The ``(slot, value)`` pairs a self-statement fills (empty when it fits no slot); the slots
+    it clears are left out (``slots_of`` has both)."""
+    return [(slot, value) for slot, value in slots_of(text).items() if value is not None]
 
 
-#: someone else's words, reported or quoted: "alice said: I am 12", "carla dice che vive a Roma",
-#: '"I live in Venice" - alice', «sono di Napoli» (a whole quoted line)
-_REPORTED = (
-    re.compile(
-        r"\b(?:said|says|saying|told (?:me|us|everyone)|tells (?:me|us)|claims?|claimed|wrote|"
-        r"ha detto|dice(?:va)? che|diceva|ha scritto|mi ha detto|sostiene)\b\s*[:,\"“«]?",
-        re.IGNORECASE,
-    ),
-    re.compile(r"^\s*[\"“«'].+[\"”»']\s*[-–—~]+\s*@?\w+\s*$"),
-    re.compile(r"^\s*[\"“«].+[\"”»]\s*$"),
-)
-
-
-def is_reported_speech(text: str) -> bool:
-    """Whether ``text`` reports or quotes someone's words (never the speaker's own statement)."""
-    return any(pattern.search(text) for pattern in _REPORTED)
-
-
-def facts_from_memory(record: records.MemoryRecord) -> list[ProfileFact]:
-    """The profile facts of one personal memory (a note when it fills no named slot); none from
-    reported or quoted speech: "alice said: I am 12" says nothing about the speaker."""
-    if is_reported_speech(record.text):
-        return []
+def changes_from_memory(record: records.MemoryRecord) -> list[ProfileFact]:
+    """The profile changes of one personal memory: a fact per slot it sets, a cleared fact
+    (``value == ""``) per slot it clears, else a note; none from reported or quoted speech ("alice
+    said: I am 12" says nothing about the speaker). Each carries the statement's chat time."""
     stated_at = record.last_ts or record.first_ts or record.created_at
-    pairs = derive(record.text) or [(f"{NOTE_PREFIX}{record.id}", record.text)]
+    slots = slots_of(record.text)
+    if not slots and is_reported_speech(record.text):
+        return []
+    pairs = [(slot, value or "") for slot, value in slots.items()] or [
+        (f"{NOTE_PREFIX}{record.id}", record.text)
+    ]
     return [
         ProfileFact(
             slot=slot,
@@ -254,6 +169,12 @@ def facts_from_memory(record: records.MemoryRecord) -> list[ProfileFact]:
         )
         for slot, value in pairs
     ]
+
+
+def facts_from_memory(record: records.MemoryRecord) -> list[ProfileFact]:
+    """The profile facts of one personal memory (a note when it fills no named slot), without the
+    slots it clears; none from reported or quoted speech."""
+    return [fact for fact in changes_from_memory(record) if not fact.cleared]
 
 
 def _order(fact: ProfileFact) -> tuple[int, str, float]:
@@ -277,10 +198,14 @@ class ProfileStore:
         if not rows:
             return None
         facts = sorted((ProfileFact.from_row(row) for row in rows), key=_order)
+        facts = [fact for fact in facts if not fact.cleared]
+        if not facts:
+            return None
         return Profile(user_id=user_id, facts=tuple(facts))
 
     async def update(self, user_id: str, facts: Sequence[ProfileFact]) -> int:
-        """Apply facts (older than the slot's current fact: ignored); returns how many were taken."""
+        """Apply facts and cleared slots (older than the slot's current fact, by ``stated_at``:
+        ignored, whatever the processing order); returns how many were taken."""
         if not facts:
             return 0
         taken = 0
@@ -307,7 +232,7 @@ class ProfileStore:
         """Derive and apply the facts of personal memories (grouped per viewer)."""
         taken = 0
         for user_id in sorted({r.user_id for r in records if r.user_id}):
-            facts = [f for r in records if r.user_id == user_id for f in facts_from_memory(r)]
+            facts = [f for r in records if r.user_id == user_id for f in changes_from_memory(r)]
             taken += await self.update(user_id, facts)
         return taken
 

@@ -22,7 +22,7 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING
 
-from memory import sql
+from memory import outage, sql
 from memory.adapters import postgres
 
 if TYPE_CHECKING:
@@ -60,8 +60,11 @@ async def hold(
         yield conn
     finally:
         try:
-            for key in reversed(taken):
-                await conn.execute(sql.queries["memory_viewer_unlock"], key)
-        except Exception:  # the pool's reset (pg_advisory_unlock_all) or the disconnect frees them
-            logger.warning("releasing viewer locks failed", exc_info=True)
+            with postgres.wrap_errors("release viewer lock"):
+                for key in reversed(taken):
+                    await conn.execute(sql.queries["memory_viewer_unlock"], key)
+        except (
+            Exception
+        ) as exc:  # the pool's reset (pg_advisory_unlock_all) or the disconnect frees them
+            outage.log_failure(logger, "releasing viewer locks failed", exc)
         await db.pool.release(conn)

@@ -195,7 +195,7 @@ class Worker:
                 logger.warning("worker %s was pruned as stalled: registering again", self.name)
                 self.worker_id = await jobs.register_worker(self.db, self.name)
         except errors.StoreUnavailable as exc:
-            logger.warning("worker %s: heartbeat failed (%s)", self.name, exc)
+            logger.info("worker %s: heartbeat failed (%s)", self.name, exc)  # an outage: told once
 
     async def _heartbeat_loop(self) -> None:
         while True:
@@ -209,7 +209,7 @@ class Worker:
         except errors.StoreUnavailable as exc:
             if raise_errors:
                 raise
-            logger.warning("worker %s: stalled-job recovery failed (%s)", self.name, exc)
+            logger.info("worker %s: stalled-job recovery failed (%s)", self.name, exc)
 
     async def _recover_loop(self) -> None:
         while True:
@@ -229,7 +229,14 @@ class Worker:
                 await self._listen_once()
                 delay = min(RECONNECT_SECONDS, self.settings.poll_seconds)
             except Exception as exc:
-                logger.warning("worker %s: LISTEN connection failed (%s)", self.name, exc)
+                # Postgres down is an outage (told once by its condition); anything else is news
+                expected = isinstance(exc, (errors.StoreUnavailable, OSError))
+                logger.log(
+                    logging.INFO if expected else logging.WARNING,
+                    "worker %s: LISTEN connection failed (%s)",
+                    self.name,
+                    exc,
+                )
                 delay = min(delay * 2, self.settings.poll_seconds)
             await asyncio.sleep(delay)
 
@@ -286,7 +293,7 @@ class Worker:
         except errors.StoreUnavailable as exc:
             if burst:
                 raise
-            logger.warning("worker %s: cannot claim jobs (%s)", self.name, exc)
+            logger.info("worker %s: cannot claim jobs (%s)", self.name, exc)
             return None
 
     async def _idle_timeout(self) -> float:
@@ -345,7 +352,11 @@ class Worker:
             logger.error("job %s is invalid: %s", job.id, error, extra=extra)
         except outcomes.TRANSIENT_ERRORS as exc:
             outcome, error = outcomes.after_failure(job), outcomes.describe(exc)
-            logger.warning("job %s attempt %d failed: %s", job.id, job.attempts, error, extra=extra)
+            # an outage is told once by its store's condition (``memory.outage``), not per job
+            level = logging.INFO if isinstance(exc, errors.StoreUnavailable) else logging.WARNING
+            logger.log(
+                level, "job %s attempt %d failed: %s", job.id, job.attempts, error, extra=extra
+            )
         except Exception as exc:
             outcome, error = outcomes.after_failure(job), outcomes.describe(exc)
             logger.exception("job %s attempt %d crashed", job.id, job.attempts, extra=extra)

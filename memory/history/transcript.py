@@ -256,6 +256,12 @@ class Transcript:
             )
         return dict(row) if row else None
 
+    async def stream_spans(self, limit: int) -> list[tuple[str, datetime, datetime]]:
+        """(stream, first, last message time) of the ``limit`` most recently registered streams."""
+        with postgres.wrap_errors("list stream spans"):
+            rows = await self.db.pool.fetch(sql.queries["transcript_stream_spans"], limit)
+        return [(row["stream"], row["first_ts"], row["last_ts"]) for row in rows]
+
     async def list_viewers(self, limit: int) -> list[tuple[str, str, str | None]]:
         """(user id, login, display name) of the ``limit`` most recently seen viewers, newest first."""
         with postgres.wrap_errors("list viewers"):

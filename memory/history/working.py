@@ -85,8 +85,8 @@ class Fallback:
             self.on_fallback(operation)
 
     def _lost(self, stream: str, exc: errors.StoreUnavailable) -> None:
-        if stream not in self._stale:
-            logger.warning(
+        if stream not in self._stale:  # the outage itself is told by the store's condition
+            logger.info(
                 "working history of %s unavailable (%s): the transcript stands in",
                 stream,
                 exc,

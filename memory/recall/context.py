@@ -13,8 +13,10 @@ viewer's items only against that viewer's own, so two viewers saying the same wo
 theirs; an episode whose lines the viewers' own memories already show adds nothing); drop what
 the working history already shows; drop recall items that repeat a profile fact
 of the same viewer; cap the block by a token budget; render labelled sections with every item
-attributed by login. When a viewer explicitly asked what the bot remembers, the block says so if
-the data is unavailable or if nothing is stored, so the model admits it instead of inventing.
+attributed by login and, given the turn's ``clock``, every memory and profile line labelled with
+when it was said (``timelabel``: ``- [alice · 3 weeks ago] …``; the labels count against the
+cap). When a viewer explicitly asked what the bot remembers, the block says so if the data is
+unavailable or if nothing is stored, so the model admits it instead of inventing.
 
 ``dedupe=False`` (the ``no_dedup`` ablation, ``settings.memory.dedupe``) skips the deduplication and
 the history drop: every non-empty item is kept, duplicates included; the token cap, the priority
@@ -30,18 +32,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import models
+from memory.recall import timelabel
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
 RULE_LINE = (
-    "Recent chat beats these older memories when they disagree; channel state is canonical and "
-    "beats both. Each line names the viewer it is about; do not mix viewers up."
+    "Lines are [viewer · when said]. Recent chat beats older memories, the newer of two "
+    "statements by one viewer holds, channel state is canonical. Never mix viewers up."
 )
 #: section titles by section, in prompt order
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("viewer", "What viewers told us (most relevant first)"),
-    ("episodic", "Earlier in this stream"),
+    ("episodic", "Earlier on stream"),
     ("lore", "Lore"),
     ("state", "Channel state (canonical)"),
 )
@@ -127,8 +130,12 @@ def _label(item: models.RecallItem) -> str:
     return {"episodic": "stream", "lore": "lore", "state": "channel"}.get(item.source, item.source)
 
 
-def _line(item: models.RecallItem) -> str:
-    return f"- [{_label(item)}] {_clean(item.text)}"
+def _line(item: models.RecallItem, clock: timelabel.ChatClock | None = None) -> str:
+    """``- [alice · 3 weeks ago] text``: who, and when relative to the turn's chat time (items
+    with no time, channel state and lore, and any item when no clock is given: who only)."""
+    when = timelabel.label(item, clock) if clock is not None else ""
+    label = f"{_label(item)} · {when}" if when else _label(item)
+    return f"- [{label}] {_clean(item.text)}"
 
 
 def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
@@ -258,8 +265,10 @@ def assemble(
     *,
     token_budget: int,
     dedupe: bool = True,
+    clock: timelabel.ChatClock | None = None,
 ) -> Assembled:
-    """Build the memory block from the sources' outcomes (see the module docstring)."""
+    """Build the memory block from the sources' outcomes (see the module docstring); ``clock``:
+    the turn's chat time and stream, which every memory line's time label is relative to."""
     notices = _notices(outcomes)
     candidates = _select(outcomes, history, dedupe=dedupe)
     used = _cost(RULE_LINE) + sum(
@@ -268,7 +277,7 @@ def assemble(
     kinds_used = {SECTION_OF.get(kind, kind) for kind in notices}
     chosen: list[models.RecallItem] = []
     for item in candidates:
-        cost = _cost(_line(item))
+        cost = _cost(_line(item, clock))
         section = SECTION_OF.get(item.source, item.source)
         if section not in kinds_used:
             cost += _cost(_title(item.source))
@@ -279,7 +288,7 @@ def assemble(
         chosen.append(item)
     if not chosen and not notices:
         return Assembled()
-    ordered, block = _render(chosen, notices)
+    ordered, block = _render(chosen, notices, clock)
     return Assembled(items=ordered, block=block, tokens_estimate=models.estimate_tokens(block))
 
 
@@ -295,7 +304,9 @@ def _title(kind: str) -> str:
 
 
 def _render(
-    chosen: Iterable[models.RecallItem], notices: dict[str, list[str]]
+    chosen: Iterable[models.RecallItem],
+    notices: dict[str, list[str]],
+    clock: timelabel.ChatClock | None,
 ) -> tuple[list[models.RecallItem], str]:
     by_kind: dict[str, list[models.RecallItem]] = {}
     for item in chosen:
@@ -312,7 +323,7 @@ def _render(
         if not items and not extra:
             continue
         lines.append(_title(kind))
-        lines.extend(_line(item) for item in items)
+        lines.extend(_line(item, clock) for item in items)
         lines.extend(extra)
         ordered.extend(items)
     return ordered, "\n".join(lines)

@@ -11,6 +11,11 @@ else, equal display names), the name resolves to nobody: the planner never guess
 people — unless the lookup names a stream and exactly one of them has chatted in it since the bot
 started (three speakers called "John" in LoCoMo's conversations, replayed as one channel: a question
 in John's stream means that John).
+
+It is also the planner's stream calendar (``timewords.StreamCalendar``): the chat-time span (first
+and last message) of each stream it saw registered, and of the most recent streams of the
+transcript at start, so "last stream" names the stream before this one. The streams of every
+channel the process serves are one calendar (a bot serves one channel in practice).
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ from memory import identity
 from memory.recall import context
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memory.history import transcript as transcript_module
 
 #: viewers loaded at start (the most recently seen)
 DEFAULT_LIMIT = 100_000
+#: streams whose spans are loaded at start (the most recently registered)
+STREAM_LIMIT = 50
 
 
 class ViewerDirectory:
@@ -38,6 +47,8 @@ class ViewerDirectory:
         self._keys: dict[str, tuple[str, str]] = {}
         #: stream → the user ids registered as chatting in it
         self._chatted: dict[str, set[str]] = {}
+        #: stream → (first, last) chat time registered in it
+        self._spans: dict[str, tuple[datetime, datetime]] = {}
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -49,9 +60,12 @@ class ViewerDirectory:
         display_name: str | None = None,
         *,
         stream: str | None = None,
+        at: datetime | None = None,
     ) -> None:
         """Add or update a viewer; ``display_name=None`` keeps the one already known; ``stream``:
-        they chatted in it."""
+        they chatted in it (``at``: the chat time of that message, for the stream calendar)."""
+        if stream and at is not None:
+            self.note_stream(stream, at, at)
         login_key = identity.normalize_login(login)
         if not user_id or not login_key:
             return
@@ -88,12 +102,31 @@ class ViewerDirectory:
                 return login, user_id
         return None
 
+    def note_stream(self, stream: str, first: datetime, last: datetime) -> None:
+        """Widen ``stream``'s chat-time span to cover ``first``..``last``."""
+        known = self._spans.get(stream)
+        if known is not None:
+            first, last = min(first, known[0]), max(last, known[1])
+        self._spans[stream] = (first, last)
+
+    def span(self, stream: str) -> tuple[datetime, datetime] | None:
+        """(first, last) chat time of ``stream``, or None when it was never seen."""
+        return self._spans.get(stream)
+
+    def previous(self, stream: str, *, before: datetime) -> tuple[str, datetime, datetime] | None:
+        """The latest other stream that ended before ``before``, with its span (None: none known)."""
+        earlier = [(k, *s) for k, s in self._spans.items() if k != stream and s[1] < before]
+        return max(earlier, key=lambda found: found[2], default=None)
+
 
 async def load(
     transcript: transcript_module.Transcript, *, limit: int = DEFAULT_LIMIT
 ) -> ViewerDirectory:
-    """A directory of the ``limit`` most recently seen viewers of the transcript."""
+    """A directory of the ``limit`` most recently seen viewers of the transcript, and the chat-time
+    spans of its ``STREAM_LIMIT`` most recently registered streams."""
     directory = ViewerDirectory()
     for user_id, login, display_name in reversed(await transcript.list_viewers(limit)):
         directory.register(user_id, login, display_name)
+    for stream, first, last in await transcript.stream_spans(STREAM_LIMIT):
+        directory.note_stream(stream, first, last)
     return directory

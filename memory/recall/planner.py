@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import identity, models
-from memory.recall import context, directory
+from memory.recall import context, directory, timewords
 from memory.recall import planner_words as lexicon
 
 if TYPE_CHECKING:
@@ -145,11 +145,15 @@ class Planner:
     lore_entities:
         Names of canon entities (characters, places…) whose mention plans the ``lore`` source.
     bot_name:
-        Overrides ``settings.bot_name``.
+        Overrides ``settings.bot_name``. The bot's own lines are told apart by its user id
+        (``twitch.bot_id``), never by login: a viewer called like the persona is a viewer.
     directory:
         Viewers known to the channel (``ports.ViewerLookup``): a viewer named in a message
         (``@login``, or a bare login / display name) is recognised even when they are neither in
         the batch nor in the history. Read synchronously; the plan depends on its contents.
+    streams:
+        The channel's streams and their chat-time spans (``timewords.StreamCalendar``): what
+        "last stream" means. Without it, "last stream" is everything before this stream.
     """
 
     def __init__(
@@ -159,15 +163,22 @@ class Planner:
         bot_name: str | None = None,
         *,
         directory: ports.ViewerLookup | None = None,
+        streams: timewords.StreamCalendar | None = None,
     ) -> None:
         memory = settings.memory
+        self.streams = streams
         self.max_viewers = min(memory.max_viewers, HARD_MAX_VIEWERS)
         self.use_profile = memory.use_profile
         self.use_episodic = memory.use_episodic
         self.rank_viewers = memory.rank_viewers
         self.directory = directory
-        self.bot_login = identity.normalize_login(bot_name or settings.bot_name)
-        self.bot_words = {self.bot_login, context.normalize(bot_name or settings.bot_name)} - {""}
+        self.bot_id = settings.twitch.bot_id
+        name = bot_name or settings.bot_name
+        self.bot_words = {
+            identity.normalize_login(name),
+            context.normalize(name),
+            *([identity.normalize_login(settings.bot_login)] if settings.bot_login else []),
+        } - {""}
         # the bot's own name is a mention of the bot, not a lore reference (its story is asked for)
         self.lore_entities = tuple(
             sorted({n for n in (context.normalize(e) for e in lore_entities) if n} - self.bot_words)
@@ -177,14 +188,19 @@ class Planner:
         local = self._local_viewers(batch, history)
         candidates: dict[str, _Candidate] = {}
         for order, event in enumerate(batch.chat):
-            if identity.normalize_login(event.login) == self.bot_login:
+            if self._is_bot(event.user_id):
                 continue
             self._score_event(event, order, candidates, local)
         selected = self._select(candidates)
+        # time-scoped and past questions (timewords): windows and the past flag on the sources
+        when = timewords.when_of(batch, history, self.streams)
         sources: list[models.PlannedSource] = []
         for candidate in selected:
-            sources.extend(self._viewer_sources(candidate))
-        sources.extend(self._stream_sources(batch, history))
+            planned = self._viewer_sources(candidate)  # may drop the viewer's own texts
+            texts = candidate.texts or [mention.text for mention in candidate.mentions]
+            sources.extend(timewords.scoped(planned, when, texts))
+        chat = [event.text for event in batch.chat]
+        sources.extend(timewords.scoped(self._stream_sources(batch, history), when, chat))
         viewers = tuple(
             models.PlannedViewer(
                 login=c.login, user_id=c.user_id, score=c.score, signals=c.ordered_signals()
@@ -196,7 +212,7 @@ class Planner:
     def viewers_of(self, event: models.ChatEvent) -> list[str]:
         """User ids whose personal space a batch holding ``event`` may be recalled from: its
         author and the viewers it names (as ``plan`` resolves them; selection comes later)."""
-        if event.is_command or identity.normalize_login(event.login) == self.bot_login:
+        if event.is_command or self._is_bot(event.user_id):
             return []
         local = directory.ViewerDirectory()
         local.register(event.user_id, event.login, event.name)
@@ -232,9 +248,13 @@ class Planner:
         found = local.lookup(name)
         if found is None and self.directory is not None:
             found = self.directory.lookup(name, stream=stream)
-        if found is None or identity.normalize_login(found[0]) == self.bot_login:
+        if found is None or self._is_bot(found[1]):
             return None
         return found
+
+    def _is_bot(self, user_id: str) -> bool:
+        """The bot's own account (by user id: a viewer named like the persona is a viewer)."""
+        return self.bot_id is not None and user_id == self.bot_id
 
     def _bare_name(self, token: str) -> bool:
         """A bare word may name a viewer: 3+ letters, not a stopword, common word or the bot."""
@@ -252,8 +272,12 @@ class Planner:
         self, text: str, local: directory.ViewerDirectory, *, author_id: str, stream: str
     ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
-        login, and the normalized words of the names used."""
-        names = lexicon.AT_NAME.findall(text)
+        login, and the normalized words of the names used. ``@<bot>`` addresses the bot: no viewer."""
+        names = [
+            n
+            for n in lexicon.AT_NAME.findall(text)
+            if identity.normalize_login(n) not in self.bot_words
+        ]
         names += [t for t in lexicon.NAME_TOKEN.findall(text.casefold()) if self._bare_name(t)]
         found: dict[str, tuple[str, str]] = {}
         used: set[str] = set()
@@ -356,9 +380,7 @@ class Planner:
             _stem(word) for item in history for word in context.normalize(item.text).split()
         }
         chat = [
-            event
-            for event in batch.chat
-            if identity.normalize_login(event.login) != self.bot_login and event.text.strip()
+            event for event in batch.chat if not self._is_bot(event.user_id) and event.text.strip()
         ]
         # the batch addresses the bot: its questions about the bot's feelings and tastes are lore
         addressed = any(set(context.normalize(e.text).split()) & self.bot_words for e in chat)

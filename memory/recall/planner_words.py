@@ -21,7 +21,10 @@ RECALL_REQUEST = phrases(
     "do you remember|you remember|remember me|remember when|what do you know about|"
     "what do you remember|what you know about|did i tell you|did i ever tell you|i told you|"
     "ti ricordi|ricordi di me|ricordi quando|ricordi cosa|cosa sai di|che sai di|cosa ricordi|"
-    "che ricordi|ti ho detto|te l'avevo detto|ti avevo detto"
+    "che ricordi|ti ho detto|te l'avevo detto|ti avevo detto|"
+    # "when did I tell you …?": answered with the memory's time label (memory.recall.timewords)
+    "when did i say|when did i mention|quando ho detto|quando ti ho parlato|"
+    "quando ti ho raccontato"
 )
 #: the speaker talks about themself (EN + IT; Italian drops the pronoun, so first-person verbs too)
 SELF_WORDS = frozenset(
@@ -34,7 +37,8 @@ SELF_WORDS = frozenset(
 TIME_REFERENCE = phrases(
     "earlier|at the start|at the beginning|in the beginning|last time|you said|we talked|"
     "we were talking|all'inizio|poco fa|l'altra volta|hai detto|abbiamo parlato|"
-    "stavamo parlando|dicevi"
+    "stavamo parlando|dicevi|last stream|previous stream|l'ultima live|la live scorsa|"
+    "la scorsa live|l'ultimo stream|lo stream scorso"
 )
 #: weaker time words ("I was a nurse before" is no reference): they count only in a question
 WEAK_TIME_REFERENCE = phrases(

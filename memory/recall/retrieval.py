@@ -6,7 +6,7 @@ total budget, through caches and single-flight; then context assembly.
 * The stage stops waiting at ``settings.memory.budget_ms``: sources still running are cancelled and
   reported ``reason="budget"``. The turn always goes on with what arrived.
 * Results are cached (``ports.Cache``) with a TTL per kind (profile > recall, lore longest). Keys of
-  a viewer's sources start with ``mem1:v:<user id>:`` so :meth:`Retriever.invalidate_viewer` drops
+  a viewer's sources start with ``mem2:v:<user id>:`` so :meth:`Retriever.invalidate_viewer` drops
   them with one prefix delete (forget / correct / consolidation call it).
 * Identical in-flight requests (same cache key) share one call (``cache.SingleFlight``), whichever
   turn or viewer asked; a caller timing out never cancels the call for the others.
@@ -36,9 +36,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memory import models
+from memory import models, outage
 from memory.recall import cache as cache_module
-from memory.recall import context, sources
+from memory.recall import context, sources, timelabel
+from memory.spaces import records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 #: bumped when the cached value shape changes, so old entries are never read
-CACHE_VERSION = "mem1"
+CACHE_VERSION = "mem2"
 #: how long cancelled sources get to unwind after the budget ran out (seconds)
 CANCEL_GRACE_SECONDS = 0.05
 #: how long a shared cache keeps an invalidation marker (far longer than any fetch runs)
@@ -74,18 +75,7 @@ def _encode(items: Sequence[models.RecallItem]) -> str:
 
 
 def _decode(value: str) -> list[models.RecallItem]:
-    return [
-        models.RecallItem(
-            source=data["source"],
-            space=data["space"],
-            viewer=data["viewer"],
-            memory_id=data["memory_id"],
-            text=data["text"],
-            origin_message_ids=tuple(data["origin_message_ids"]),
-            score=float(data["score"]),
-        )
-        for data in json.loads(value)
-    ]
+    return [models.RecallItem.from_json(data) for data in json.loads(value)]
 
 
 def cache_key(
@@ -95,8 +85,13 @@ def cache_key(
     user_ids: Sequence[str] = (),
 ) -> str:
     """The cache (and single-flight) key of a source: scope, owner, kind, normalized query digest
-    (``batch`` scope: the digest also covers the sorted ``user_ids`` of the batch's authors)."""
+    (``batch`` scope: the digest also covers the sorted ``user_ids`` of the batch's authors; a
+    time window or the past flag, when set, too)."""
     text = context.normalize(source.query)
+    if source.window is not None or source.past:
+        window = source.window or records.TimeWindow()
+        bounds = [m.isoformat() if m else "" for m in (window.since, window.until)]
+        text += "\x1e" + ",".join(bounds) + (",past" if source.past else "")
     if spec.scope == "batch":
         text += "\x1f" + ",".join(sorted(set(user_ids)))
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
@@ -165,6 +160,7 @@ class Retriever:
                 outcomes[tasks[task]] = task.result()
             for task in pending:
                 source = plan.sources[tasks[task]]
+                self._slow(source, f"over the stage's budget ({self.budget_s * 1000:g} ms)")
                 outcomes[tasks[task]] = self._failed(source, "budget")
                 result.timings_ms[source.key] = (time.perf_counter() - started) * 1000
             if pending:  # let the cancelled fetchers unwind (bounded: never blocks the turn)
@@ -172,14 +168,20 @@ class Retriever:
         result.outcomes = [outcomes[i] for i in sorted(outcomes)]
         result.degraded = [o.degraded for o in result.outcomes if o.degraded is not None]
         assembled = context.assemble(
-            result.outcomes, history, token_budget=self.token_budget, dedupe=self.dedupe
+            result.outcomes,
+            history,
+            token_budget=self.token_budget,
+            dedupe=self.dedupe,
+            clock=timelabel.ChatClock.of_batch(batch) if batch.events else None,
         )
         result.items, result.block = assembled.items, assembled.block
         result.timings_ms["memory_total"] = (time.perf_counter() - started) * 1000
         return result
 
     def _failed(self, source: models.PlannedSource, reason: str) -> context.SourceOutcome:
-        logger.info(
+        # the turn report and ``livememory_memory_degraded_total`` have it; an outage or a slow
+        # source is told once by its condition (``memory.outage``)
+        logger.debug(
             "memory source %s degraded: %s",
             source.key,
             reason,
@@ -201,18 +203,28 @@ class Retriever:
             async with asyncio.timeout(self.source_timeout_s):
                 items = await self._load(source, spec, batch)
         except TimeoutError:
+            self._slow(source, f"over its time budget ({self.source_timeout_s * 1000:g} ms)")
             return self._failed(source, "timeout")
-        except Exception:  # a broken source must never stop the turn
-            logger.warning("memory source %s failed", source.key, exc_info=True)
+        except Exception as exc:  # a broken source must never stop the turn
+            outage.log_failure(logger, f"memory source {source.key} failed", exc)
             return self._failed(source, "error")
         finally:
             timings[source.key] = (time.perf_counter() - started) * 1000
+        kind = source.kind
+        outage.conditions.ok(f"source:{kind}", what=f"memory source {kind}")
         return context.SourceOutcome(source=source, items=tuple(items))
+
+    @staticmethod
+    def _slow(source: models.PlannedSource, why: str) -> None:
+        """A source over its time budget: a condition of its kind, told when it starts and ends."""
+        kind = source.kind
+        outage.conditions.failed(f"source:{kind}", why, what=f"memory source {kind}")
 
     async def _load(
         self, source: models.PlannedSource, spec: sources.SourceSpec, batch: models.Batch
     ) -> list[models.RecallItem]:
-        key = cache_key(source, spec, batch.stream, [event.user_id for event in batch.chat])
+        stream = source.stream or batch.stream
+        key = cache_key(source, spec, stream, [event.user_id for event in batch.chat])
         group = f"v:{source.user_id}" if spec.scope == "viewer" else f"k:{spec.kind}"
         generation: tuple[int, str | None] | None = None
         if spec.ttl_seconds > 0:
@@ -244,23 +256,23 @@ class Retriever:
         keys = [key, f"{CACHE_VERSION}:gen:{group}"] if self._shared else [key]
         try:
             values = await self.cache.get_many(keys)
-        except Exception:  # a cache outage is a miss, not a failed source
-            logger.warning("memory cache read failed", exc_info=True)
+        except Exception as exc:  # a cache outage is a miss, not a failed source
+            outage.log_failure(logger, "memory cache read failed", exc)
             return None, (local, None)
         return values[0], (local, values[1] if self._shared else None)
 
     async def _cache_get(self, key: str) -> str | None:
         try:
             return await self.cache.get(key)
-        except Exception:  # a cache outage is a miss, not a failed source
-            logger.warning("memory cache read failed", exc_info=True)
+        except Exception as exc:  # a cache outage is a miss, not a failed source
+            outage.log_failure(logger, "memory cache read failed", exc)
             return None
 
     async def _cache_set(self, key: str, value: str, ttl: float) -> None:
         try:
             await self.cache.set(key, value, ttl)
-        except Exception:
-            logger.warning("memory cache write failed", exc_info=True)
+        except Exception as exc:
+            outage.log_failure(logger, "memory cache write failed", exc)
 
     async def _generation(self, group: str) -> tuple[int, str | None]:
         """What has invalidated ``group`` so far: the in-process count and, with a shared cache,

@@ -24,6 +24,7 @@ from memory.spaces import records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from datetime import datetime
 
     from config import settings as settings_module
     from memory import ports
@@ -60,6 +61,10 @@ class ProfileFact(Protocol):
     def memory_id(self) -> str | None: ...
     @property
     def origin_message_ids(self) -> tuple[str, ...]: ...
+    @property
+    def stated_at(self) -> datetime: ...
+    @property
+    def stream(self) -> str | None: ...
 
 
 class Profile(Protocol):
@@ -124,6 +129,10 @@ def _item(source: str, space: str, viewer: str | None, hit: records.MemoryHit) -
         text=record.text,
         origin_message_ids=tuple(record.origin_message_ids),
         score=hit.score,
+        # lore is canon: it has no age worth a label
+        said_at=None if source == "lore" else record.said_at,
+        stream=record.stream,
+        superseded=record.superseded_by is not None,
     )
 
 
@@ -155,6 +164,8 @@ class ProfileSource:
                 text=fact.text,
                 origin_message_ids=tuple(fact.origin_message_ids),
                 score=1.0 - index / 100,
+                said_at=fact.stated_at,
+                stream=fact.stream,
             )
             for index, fact in enumerate(profile.facts)
         ]
@@ -162,7 +173,11 @@ class ProfileSource:
 
 class RecallSource:
     """Targeted recall in the viewer's own personal space (``shared``: in the one shared personal
-    space, no author filter — the naive design, for the ``no_attribution_split`` ablation)."""
+    space, no author filter — the naive design, for the ``no_attribution_split`` ablation).
+
+    A source with a ``window`` (a time-scoped question) searches inside it first, and the whole
+    space when nothing in it is found; ``past`` (a question about the past) searches superseded
+    memories too."""
 
     def __init__(self, spaces: ports.MemorySpaces, *, limit: int, shared: bool = False) -> None:
         self.spaces = spaces
@@ -174,7 +189,29 @@ class RecallSource:
     ) -> list[models.RecallItem]:
         login, user_id = _viewer(source)
         space = identity.personal_space_key(user_id, attribution_split=not self.shared)
-        hits = await self.spaces.search(space, source.query, limit=self.limit, kinds=PERSONAL_KINDS)
+        items = await self._search(space, source, login, user_id, window=source.window)
+        if not items and source.window is not None:
+            # nothing said in the window the question names: the words were approximate
+            items = await self._search(space, source, login, user_id, window=None)
+        return items
+
+    async def _search(
+        self,
+        space: str,
+        source: models.PlannedSource,
+        login: str,
+        user_id: str,
+        *,
+        window: records.TimeWindow | None,
+    ) -> list[models.RecallItem]:
+        hits = await self.spaces.search(
+            space,
+            source.query,
+            limit=self.limit,
+            kinds=PERSONAL_KINDS,
+            window=window,
+            include_superseded=source.past,
+        )
         items = []
         for hit in hits:
             if not self.shared and hit.record.user_id and hit.record.user_id != user_id:
@@ -203,12 +240,17 @@ class SpaceSource:
     async def __call__(
         self, source: models.PlannedSource, batch: models.Batch
     ) -> list[models.RecallItem]:
-        if self.kind == "episodic":
-            key, name = identity.episodic_key(batch.stream), identity.stream_space(batch.stream)
+        if self.kind == "episodic":  # the batch's stream, or the one the question names
+            stream = source.stream or batch.stream
+            key, name = identity.episodic_key(stream), identity.stream_space(stream)
             kinds = {records.MemoryKind.EPISODIC}
         else:
             key, name, kinds = identity.LORE_KEY, identity.LORE_KEY, {records.MemoryKind.LORE}
-        hits = await self.spaces.search(key, source.query, limit=self.limit, kinds=kinds)
+        hits = await self.spaces.search(
+            key, source.query, limit=self.limit, kinds=kinds, window=source.window
+        )
+        if not hits and source.window is not None:  # nothing in the window: search it all
+            hits = await self.spaces.search(key, source.query, limit=self.limit, kinds=kinds)
         # a small space returns its whole content for any query: keep what is near the best hit
         floor = hits[0].score * RELATIVE_FLOOR if hits else 0.0
         return [_item(self.kind, name, hit.record.login, hit) for hit in hits if hit.score >= floor]

@@ -58,6 +58,30 @@ class MemoryRecord:
     context_message_id: str | None = None
     #: free-form extra payload (e.g. lore entity names, the bot's reply of an episode)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: the id of the newer memory of the same viewer that supersedes this one (``supersede``):
+    #: kept, listed and erasable like any memory, but not recalled as current
+    superseded_by: str | None = None
+    #: when it was marked superseded
+    superseded_at: datetime | None = None
+
+    @property
+    def said_at(self) -> datetime:
+        """When the memory was said: its last origin message, else when it was stored."""
+        return self.last_ts or self.first_ts or self.created_at
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeWindow:
+    """A span of chat time a search is restricted to (``MemoryRecord.said_at``); an open end is
+    None. ``since`` is inclusive, ``until`` exclusive."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def contains(self, moment: datetime) -> bool:
+        return (self.since is None or moment >= self.since) and (
+            self.until is None or moment < self.until
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

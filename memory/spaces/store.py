@@ -63,7 +63,9 @@ STAGING_SUFFIX = "__reembed"
 REEMBED_COMMAND = "python -m memory.admin reembed --all"
 
 _CLEAN = re.compile(r"[a-z0-9-]{1,64}")
-_DATETIME_FIELDS = ("first_ts", "last_ts", "created_at")
+_DATETIME_FIELDS = ("first_ts", "last_ts", "created_at", "superseded_at")
+#: payload key of ``MemoryRecord.said_at`` (ISO 8601, UTC): the time-window filter's field
+SAID_AT_KEY = "said_at"
 
 
 def space_kind(space: str) -> str:
@@ -157,6 +159,9 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
         "extra": dict(record.extra),
         "context_terms": list(record.context_terms),
         "context_message_id": record.context_message_id,
+        "superseded_by": record.superseded_by,
+        "superseded_at": _iso(record.superseded_at),
+        SAID_AT_KEY: _iso(record.said_at),
         "schema": SCHEMA,
     }
 
@@ -166,7 +171,7 @@ def from_payload(payload: Mapping[str, Any]) -> records.MemoryRecord:
         name: payload.get(name)
         for name in (
             "id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects",
-            "context_message_id",
+            "context_message_id", "superseded_by",
         )
     }  # fmt: skip
     values["context_terms"] = tuple(payload.get("context_terms") or ())

@@ -91,6 +91,13 @@ SELECT message_id FROM message_redactions WHERE message_id = ANY($1::text[]);
 -- description: the most recently seen viewers, newest first ($1 limit)
 SELECT user_id, login, display_name FROM viewers ORDER BY last_seen DESC, user_id LIMIT $1;
 
+-- transcript_stream_spans --
+-- description: first and last message time of the most recently registered streams that have messages ($1 limit); two index lookups a stream (messages_stream_ts)
+SELECT s.id AS stream, f.ts AS first_ts, l.ts AS last_ts
+FROM (SELECT id FROM streams ORDER BY created_at DESC LIMIT $1) s
+CROSS JOIN LATERAL (SELECT m.ts FROM messages m WHERE m.stream = s.id ORDER BY m.ts LIMIT 1) f
+CROSS JOIN LATERAL (SELECT m.ts FROM messages m WHERE m.stream = s.id ORDER BY m.ts DESC LIMIT 1) l;
+
 -- transcript_pending_turns --
 -- description: the turns of a stream that never ended (no outcome), oldest first ($1 stream)
 SELECT t.id, t.created_at

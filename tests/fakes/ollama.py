@@ -49,7 +49,8 @@ class ScriptedReply:
 
 
 class FakeOllama:
-    """Start with ``await start()``; ``url`` is the host to give ``ollama.AsyncClient``."""
+    """Start with ``await start()``; ``url`` is the host to give ``ollama.AsyncClient``. ``stop``
+    and ``start`` again make an outage of Ollama."""
 
     def __init__(self, models: tuple[str, ...] = DEFAULT_MODELS, embed_dim: int = 384) -> None:
         self.models = list(models)
@@ -65,6 +66,8 @@ class FakeOllama:
         self.chat_requests: list[dict[str, Any]] = []
         self.embed_requests: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
+        #: kept across ``stop`` / ``start``: a restarted fake answers where it did (an outage)
+        self.port = 0
         self.url = ""
 
     # -- scripting ---------------------------------------------------------------------------
@@ -105,14 +108,16 @@ class FakeOllama:
         )
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
-        port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{self.port}"
 
     async def stop(self) -> None:
+        """Stop answering (connections refused); ``start`` again serves on the same port."""
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
 
     def _model_error(self, model: Any) -> web.Response | None:
         if model not in self.models:

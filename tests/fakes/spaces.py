@@ -24,6 +24,7 @@ from memory.spaces import store as spaces_module
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Collection, Sequence
+    from datetime import datetime
 
     from memory import ports
 
@@ -59,6 +60,12 @@ class InMemorySpaces:
         for record, vector in zip(records, vectors, strict=True):
             points = self._spaces.setdefault(record.space, {})
             old = points.get(record.id)
+            if old is not None and record.superseded_by is None:  # a retry keeps the mark
+                record = dataclasses.replace(
+                    record,
+                    superseded_by=old.record.superseded_by,
+                    superseded_at=old.record.superseded_at,
+                )
             points[record.id] = _Point(
                 record=record,
                 vector=np.asarray(vector, dtype=np.float64) / (np.linalg.norm(vector) or 1.0),
@@ -82,9 +89,16 @@ class InMemorySpaces:
         *,
         limit: int = 5,
         kinds: Collection[records.MemoryKind] | None = None,
+        window: records.TimeWindow | None = None,
+        include_superseded: bool = False,
     ) -> builtins.list[records.MemoryHit]:
         spaces_module.space_kind(space)
-        points = self._spaces.get(space, {})
+        points = {
+            i: p
+            for i, p in self._spaces.get(space, {}).items()
+            if (window is None or window.contains(p.record.said_at))
+            and (include_superseded or p.record.superseded_by is None)
+        }  # the store's filter: before the search, as a payload filter
         if limit <= 0 or not points:
             return []
         [vector] = await self.embedder.embed([query])
@@ -96,12 +110,24 @@ class InMemorySpaces:
         matching = [c for c in candidates if kinds is not None and c.record.kind in kinds]
         if kinds is not None and len(candidates) == fetch and len(matching) < limit:
             candidates += _hybrid(points, q, terms, fetch, kinds)  # as the adapter
+        stored = self._spaces[space]  # a correction counts wherever it is (as the adapter)
         corrections = {
-            c.corrected_by: points[c.corrected_by].record
+            c.corrected_by: stored[c.corrected_by].record
             for c in candidates
-            if c.corrected_by and c.corrected_by in points
+            if c.corrected_by and c.corrected_by in stored
         }
         return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
+
+    async def supersede(self, space: str, ids: Sequence[str], *, by: str, at: datetime) -> int:
+        spaces_module.space_kind(space)
+        points = self._spaces.get(space, {})
+        marked = 0
+        for memory_id in dict.fromkeys(ids):
+            point = points.get(memory_id)
+            if point is not None and memory_id != by:
+                point.record = dataclasses.replace(point.record, superseded_by=by, superseded_at=at)
+                marked += 1
+        return marked
 
     async def get(self, space: str, ids: Sequence[str]) -> builtins.list[records.MemoryRecord]:
         spaces_module.space_kind(space)

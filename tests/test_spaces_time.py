@@ -1,0 +1,63 @@
+"""Memory spaces and time (issue 20): the superseded mark and the time window, one contract over
+the in-memory fake and both Qdrant layouts (``tests.test_spaces.store``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from memory.spaces import records
+from tests.test_spaces import ALICE, BOB, T0, record, store
+
+if TYPE_CHECKING:
+    from memory import ports
+
+__all__ = ["store"]  # the parametrised fixture, shared with tests/test_spaces.py
+
+
+async def test_superseded_memory_is_kept_but_not_recalled(store: ports.MemorySpaces) -> None:
+    old = record(ALICE, "I live in Rome", last_ts=T0)
+    new = record(ALICE, "I moved to Turin, I live in Turin now", last_ts=T0 + timedelta(days=7))
+    await store.upsert([old, new])
+    at = T0 + timedelta(days=7, seconds=5)
+    assert await store.supersede(ALICE, [old.id, new.id], by=new.id, at=at) == 1  # never itself
+
+    hits = await store.search(ALICE, "where do I live", limit=5)
+    assert [h.record.id for h in hits] == [new.id]
+    past = await store.search(ALICE, "where do I live", limit=5, include_superseded=True)
+    assert {h.record.id for h in past} == {old.id, new.id}
+    [kept] = await store.get(ALICE, [old.id])
+    assert (kept.superseded_by, kept.superseded_at) == (new.id, at)
+    assert old.id in {r.id for r in await store.list(ALICE)}
+
+
+async def test_a_retried_upsert_keeps_the_mark(store: ports.MemorySpaces) -> None:
+    old = record(ALICE, "I study architecture", last_ts=T0)
+    await store.upsert([old])
+    await store.supersede(ALICE, [old.id], by=record(ALICE, "x").id, at=T0)
+    await store.upsert([old])  # the consolidation job of the old turn ran again
+    [kept] = await store.get(ALICE, [old.id])
+    assert kept.superseded_by is not None
+    assert await store.search(ALICE, "architecture", limit=5) == []
+
+
+async def test_supersede_acts_on_its_space_only(store: ports.MemorySpaces) -> None:
+    bobs = record(BOB, "I live in Rome", last_ts=T0)
+    await store.upsert([bobs])
+    assert await store.supersede(ALICE, [bobs.id], by=record(ALICE, "x").id, at=T0) == 0
+    assert [h.record.id for h in await store.search(BOB, "Rome")] == [bobs.id]
+
+
+async def test_time_window_restricts_the_search(store: ports.MemorySpaces) -> None:
+    week1 = record(ALICE, "I baked a cake for the party", last_ts=T0)
+    week2 = record(ALICE, "I baked bread with my grandma", last_ts=T0 + timedelta(days=7))
+    week3 = record(ALICE, "I baked cookies at night", last_ts=T0 + timedelta(days=14))
+    await store.upsert([week1, week2, week3])
+    window = records.TimeWindow(since=T0 + timedelta(days=6), until=T0 + timedelta(days=8))
+    hits = await store.search(ALICE, "what did I bake", limit=5, window=window)
+    assert [h.record.id for h in hits] == [week2.id]
+    open_end = records.TimeWindow(since=T0 + timedelta(days=6))
+    later = await store.search(ALICE, "what did I bake", limit=5, window=open_end)
+    assert {h.record.id for h in later} == {week2.id, week3.id}
+    everything = await store.search(ALICE, "what did I bake", limit=5)
+    assert len(everything) == 3
