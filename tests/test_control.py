@@ -42,6 +42,8 @@ READING = [
     ("forget", "--viewer", "alice", "--dry-run", "--json"),
     ("lore", "load", "/no/such/folder", "--yes"),
     ("correct", "--memory-id", "zz", "--text", "x", "--yes"),
+    ("jobs", "retry", "999999"),
+    ("pause", "--stream", "nope"),
 ]
 
 
@@ -66,7 +68,7 @@ async def test_a_forwarded_command_prints_what_it_prints_standalone(
         forwarded = [await run(settings, *argv) for argv in READING]
     for argv, alone, there in zip(READING, standalone, forwarded, strict=True):
         assert _steady(alone) == _steady(there), argv
-    assert [code for code, _, _ in forwarded] == [0] * 8 + [1, 0, 0, 1, 1]
+    assert [code for code, _, _ in forwarded] == [0] * 8 + [1, 0, 0, 1, 1, 1, 1]
 
 
 def _steady(result: tuple[int, str, str]) -> tuple[int, str, str]:
@@ -95,8 +97,14 @@ async def test_the_question_is_asked_through_the_admin_command(
         assert (code, out) == (0, f"forgot=memory memory_id={miso.id} space=viewer:1001\n")
         hits = await services.operations.search_own("1001", "what is my cat called Miso")
         assert [h.record.id for h in hits] == [designer.id]
-        assert [(r["actor"], r["action"]) for r in await services.operations.audit_log(5)] == [
-            ("admin:mia", "forget_memory")
+        for command, said in (("pause", "paused"), ("resume", "resumed")):
+            code, out, _ = await run(settings, command, "--stream", "s1")
+            assert (code, out) == (0, f"stream s1: {said}\n")
+        audit = await services.operations.audit_log(5)
+        assert [(r["actor"], r["action"]) for r in reversed(audit)] == [
+            ("admin:mia", "forget_memory"),
+            ("admin:cli", "pause"),
+            ("admin:cli", "resume"),
         ]
 
 
