@@ -101,7 +101,7 @@ async def _check_model(services: services_module.Services) -> None:
 
 
 async def _main(args: argparse.Namespace, settings: settings_module.Settings) -> int:
-    from bot import replay
+    from bot import hosting, replay
 
     if args.command == "run":
         from bot.twitch import run as twitch_run
@@ -115,6 +115,7 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
         what = "transcript file" if args.command == "replay" else "chat log"
         print(f"error: no such {what}: {args.file}", file=sys.stderr)
         return EXIT_ERROR
+    await hosting.refuse_second_bot(settings)  # before anything else is said or opened
     if args.command == "import":
         return await _import(args, settings)
     if args.command == "console":
@@ -141,7 +142,6 @@ async def _console(args: argparse.Namespace, settings: settings_module.Settings)
     """The console bot, with the admin endpoint (and with ``--web`` the dashboard) beside it."""
     from bot import console, hosting
 
-    await hosting.refuse_second_bot(settings)  # before anything else is said or opened
     settings = default_bot_login(settings)
     async with services_module.lifespan(settings, no_llm=args.no_llm) as services:
         await _check_model(services)

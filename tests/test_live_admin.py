@@ -115,12 +115,13 @@ def _one_line_refusals(bot: live_bot.LiveBot, tmp_path: Path) -> None:
     """A second bot on the folder, a dashboard of its own on it, and a control file whose token
     is not the bot's."""
     env = {**bot.env, "LIVEMEMORY_LOG_LEVEL": "INFO"}  # as a user starts it
-    second = cli.run("bot", "console", "--no-llm", env=env, cwd=tmp_path, stdin="")
-    assert second.code == 1
-    assert second.err.splitlines() == [
-        f"error: another bot (pid {bot.process.pid}) already runs on the data folder "
-        f"{bot.data_dir}: stop it first, or give this one its own LIVEMEMORY_DATA_DIR"
-    ]
+    for argv in (("console", "--no-llm"), ("replay", str(cli.EXAMPLE), "--no-llm")):
+        second = cli.run("bot", *argv, env=env, cwd=tmp_path, stdin="")
+        assert second.code == 1
+        assert second.err.splitlines() == [
+            f"error: another bot (pid {bot.process.pid}) already runs on the data folder "
+            f"{bot.data_dir}: stop it first, or give this one its own LIVEMEMORY_DATA_DIR"
+        ], argv
     twitch_app = {
         "LIVEMEMORY_TWITCH__CLIENT_ID": "app",
         "LIVEMEMORY_TWITCH__CLIENT_SECRET": "secret",
