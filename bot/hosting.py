@@ -7,13 +7,14 @@ caches and working history, so they work on the embedded defaults while the bot 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from typing import TYPE_CHECKING
 
 from memory.ops import admin_io, control_client, control_server
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from config.settings import Settings
     from memory import runtime
@@ -33,6 +34,7 @@ async def hosting(
     async with contextlib.AsyncExitStack() as stack:
         dashboard: str | None = None
         link: str | None = None
+        renew: Callable[[], str] | None = None
         if web:
             from bot.web import serve  # uvicorn, Starlette, Jinja2: only for a bot that serves it
 
@@ -41,14 +43,19 @@ async def hosting(
                 serve.serving(settings, services, local=local, in_bot=True)
             )
             dashboard = f"http://{settings.web.host}:{served.port}"
-            link = local.link(dashboard) if local is not None else None
+            if local is not None:
+                link = local.link(dashboard)
+                renew = functools.partial(local.renew, dashboard)
         admin_services = admin_io.AdminServices(
             db=services.db, ops=services.operations, settings=settings
         )
-        await stack.enter_async_context(control_server.hosting(admin_services, dashboard=dashboard))
+        await stack.enter_async_context(
+            control_server.hosting(admin_services, dashboard=dashboard, sign_in_link=renew)
+        )
         if dashboard is not None:
             how = (
-                f"sign in with this one-time link (this PC only): {link}"
+                f"sign in with this one-time link (this PC only): {link} "
+                "(python -m memory.admin sign-in-link makes another)"
                 if link is not None
                 else "sign in with Twitch"
             )

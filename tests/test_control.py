@@ -126,6 +126,8 @@ async def test_a_request_without_the_token_is_refused(
             assert await control.receive(reader) == answer
             assert await control.receive(reader) is None  # and the connection is closed
             writer.close()
+        code, out, err = await run(settings, "sign-in-link")
+        assert (code, out) == (1, "") and err.startswith("error: this bot has no local sign-in")
         code, out, err = await run(settings, "reembed", "--all", "--yes")
         assert (code, out) == (1, "")
         assert err == (
@@ -146,6 +148,9 @@ async def test_the_control_file_is_private_and_goes_with_the_bot(
             await control_client.refuse_second_bot(settings.data_dir)
     assert not path.exists()
     await control_client.refuse_second_bot(settings.data_dir)  # nobody holds it now
+    code, out, err = await run(settings, "sign-in-link")
+    assert (code, out) == (1, "")
+    assert err == f"error: sign-in-link: no bot runs on the data folder {settings.data_dir}\n"
 
 
 async def test_a_control_file_of_another_machine_is_left_alone(

@@ -80,6 +80,11 @@ async def test_the_streamer_forgets_a_memory_in_the_bots_own_dashboard(
     async with httpx.AsyncClient() as client:
         again = await client.get(link)
         assert again.status_code == 403 and "was used already" in again.text
+        fresh = bot.admin("sign-in-link")  # a new one, made by the bot
+        assert fresh.code == 0 and fresh.out.startswith(f"{base}/auth/local?token=")
+        signed = await client.get(fresh.out.strip())
+        assert (signed.status_code, signed.headers["location"]) == (303, "/viewers")
+        assert (await client.get(fresh.out.strip())).status_code == 403  # once
     assert not _recalls(bot, MISO)
     audit = bot.admin_json("audit")
     assert [(r["actor"], r["action"]) for r in audit] == [("web:local", "forget_memory")]

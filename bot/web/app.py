@@ -60,8 +60,8 @@ async def local_sign_in(request: Request) -> responses.Response:
         return site.render(
             request,
             "error.html",
-            message="this sign-in link is wrong or was used already: the bot prints a new one "
-            "each time it starts",
+            message="this sign-in link is wrong or was used already: python -m memory.admin "
+            "sign-in-link makes a new one (and the bot prints one each time it starts)",
             status_code=403,
         )
     auth.sign_in(request, auth.LOCAL_USER)

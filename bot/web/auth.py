@@ -60,13 +60,19 @@ def twitch_app(settings: Settings) -> bool:
 
 
 class LocalSignIn:
-    """A one-time sign-in link: its token signs in once, then no more (a restart makes a new one)."""
+    """A one-time sign-in link: its token signs in once, then no more (``renew`` or a restart makes
+    a new one)."""
 
     def __init__(self) -> None:
         self._token: str | None = secrets.token_urlsafe(32)
 
     def link(self, base: str) -> str:
         return f"{base.rstrip('/')}{LOCAL}?{urllib.parse.urlencode({'token': self._token})}"
+
+    def renew(self, base: str) -> str:
+        """A new one-time link (``memory.admin sign-in-link``); the one before no longer works."""
+        self._token = secrets.token_urlsafe(32)
+        return self.link(base)
 
     def redeem(self, given: str | None) -> bool:
         """Whether ``given`` is the token; it is used up when it is."""

@@ -10,6 +10,7 @@
     python -m memory.admin jobs [--status failed] | jobs retry ID
     python -m memory.admin audit [--limit N]
     python -m memory.admin reembed --all | --space S | --viewer LOGIN [--force] [--limit N]
+    python -m memory.admin sign-in-link
 
 Every subcommand takes ``--json``. The destructive ones (``forget``, ``correct``, ``lore load``)
 show what they will change and ask first: ``--yes`` skips the question, ``--dry-run`` only shows.
@@ -54,6 +55,8 @@ ACTOR = "admin:cli"
 POSTGRES_ONLY = frozenset({"pause", "resume", "audit", "jobs", "list streams"})
 #: subcommands that open Qdrant themselves, without the embedder check (they fix a mismatch)
 OWN_QDRANT = frozenset({"reembed"})
+#: subcommands only a running bot answers (``memory.ops.control_server``)
+IN_BOT_ONLY = frozenset({"sign-in-link"})
 
 
 class _NoSpaces:
@@ -224,6 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="embed at most N memories in this run, then stop (running it again continues)",
     )
     _destructive(reembed)
+    add(
+        "sign-in-link",
+        "a new one-time sign-in link for the dashboard a running bot serves (--web, no Twitch app)",
+    )
     return parser
 
 
@@ -270,6 +277,9 @@ async def run(
         forwarded = await control_client.forward(settings.data_dir, argv, io)
         if forwarded is not None:
             return forwarded
+        if args.command in IN_BOT_ONLY:
+            io.err(f"error: {args.command}: no bot runs on the data folder {settings.data_dir}")
+            return admin_io.REFUSED
         async with open_services(settings, spaces=needs_spaces) as services:
             return await execute(services, args, io)
     except errors.MemoryServiceError as exc:

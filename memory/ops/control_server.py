@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, cast
 from memory.ops import admin, admin_io, control
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import AsyncIterator, Callable, Sequence
     from typing import TextIO
 
 logger = logging.getLogger(__name__)
@@ -77,8 +77,11 @@ async def run_forwarded(
     argv: Sequence[str],
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
+    *,
+    sign_in_link: Callable[[], str] | None = None,
 ) -> int:
-    """Parse and run one forwarded admin command; its exit code."""
+    """Parse and run one forwarded admin command; its exit code. ``sign_in_link`` makes a new
+    one-time link of the dashboard's local sign-in (None: the bot has none)."""
     errors_out = _Frames(writer, "err")
     try:
         # argparse writes usage errors to sys.stderr: here they go to the admin command (parsing
@@ -94,15 +97,31 @@ async def run_forwarded(
             "the bot, then run it again"
         )
         return admin_io.REFUSED
+    if args.command == "sign-in-link":
+        if sign_in_link is None:
+            remote.err(
+                "error: this bot has no local sign-in: it serves no dashboard (start it with "
+                "--web), or its dashboard signs in with Twitch"
+            )
+            return admin_io.REFUSED
+        link = sign_in_link()
+        remote.result({"link": link}, link)
+        return admin_io.OK
     return await admin.execute(services, args, remote)
 
 
 class Endpoint:
     """The admin endpoint's connections, each one forwarded command."""
 
-    def __init__(self, services: admin_io.AdminServices, token: str) -> None:
+    def __init__(
+        self,
+        services: admin_io.AdminServices,
+        token: str,
+        sign_in_link: Callable[[], str] | None = None,
+    ) -> None:
         self.services = services
         self.token = token
+        self.sign_in_link = sign_in_link
         self.running: set[asyncio.Task[object]] = set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -136,7 +155,9 @@ class Endpoint:
     ) -> int:
         """The command's exit code; a bug in it is logged here and one line there (exit 1)."""
         try:
-            return await run_forwarded(self.services, argv, reader, writer)
+            return await run_forwarded(
+                self.services, argv, reader, writer, sign_in_link=self.sign_in_link
+            )
         except ConnectionError:
             raise
         except Exception as exc:
@@ -158,11 +179,14 @@ class Endpoint:
 
 @contextlib.asynccontextmanager
 async def hosting(
-    services: admin_io.AdminServices, *, dashboard: str | None = None
+    services: admin_io.AdminServices,
+    *,
+    dashboard: str | None = None,
+    sign_in_link: Callable[[], str] | None = None,
 ) -> AsyncIterator[control.Control]:
     """Serve the admin endpoint and keep the control file while the block runs."""
     data_dir = services.settings.data_dir
-    endpoint = Endpoint(services, control.new_token())
+    endpoint = Endpoint(services, control.new_token(), sign_in_link)
     server = await asyncio.start_server(
         endpoint.handle, control.LOOPBACK, 0, limit=control.LINE_LIMIT
     )
