@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from memory.spaces import records
-
 #: badges that carry authority or status in chat
 KNOWN_BADGES = frozenset({"broadcaster", "moderator", "vip", "subscriber"})
 #: platform events a transcript line of kind "event" may name
@@ -238,6 +236,20 @@ class PlannedViewer:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TimeWindow:
+    """A span of chat time a search is restricted to (``MemoryRecord.said_at``); an open end is
+    None. ``since`` is inclusive, ``until`` exclusive."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def contains(self, moment: datetime) -> bool:
+        return (self.since is None or moment >= self.since) and (
+            self.until is None or moment < self.until
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlannedSource:
     """One source the planner decided to consult."""
 
@@ -251,7 +263,7 @@ class PlannedSource:
     explicit: bool = False
     #: the span of chat time the question is about ("last week", "ieri"): searched first, and
     #: without it when nothing is found in it (``memory.recall.timewords``)
-    window: records.TimeWindow | None = None
+    window: TimeWindow | None = None
     #: a question about the past ("where did I live before?"): superseded memories are recalled
     #: too, labelled as such
     past: bool = False
@@ -299,7 +311,7 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z") if moment else None
 
 
-def _window_json(window: records.TimeWindow | None) -> dict[str, str | None] | None:
+def _window_json(window: TimeWindow | None) -> dict[str, str | None] | None:
     if window is None:
         return None
     return {"since": _iso(window.since), "until": _iso(window.until)}

@@ -70,18 +70,8 @@ class MemoryRecord:
         return self.last_ts or self.first_ts or self.created_at
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TimeWindow:
-    """A span of chat time a search is restricted to (``MemoryRecord.said_at``); an open end is
-    None. ``since`` is inclusive, ``until`` exclusive."""
-
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def contains(self, moment: datetime) -> bool:
-        return (self.since is None or moment >= self.since) and (
-            self.until is None or moment < self.until
-        )
+#: a span of chat time a search is restricted to (defined with the plans that carry it)
+TimeWindow = models.TimeWindow
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
