@@ -153,6 +153,9 @@ def test_items_count_for_the_turns_of_their_parts_and_their_sessions(
     one = longmemeval_run.question_scores(ku, [frozenset({"lme0-s2-t0"})])
     assert (one["turn_any@5"], one["turn_all@5"], one["session_all@5"]) == (1.0, 0.0, 0.0)
     assert one["recall@5"] == 0.5
+    # session-level: the first k sessions, each once, in the order their items come
+    two = [frozenset({"lme0-s1-t0"}), frozenset({"lme0-s1-t2"}), frozenset({"lme0-s0-t0"})]
+    assert longmemeval_run.session_ranking(ku, two) == [{"filler_1"}, {"ku_old"}]
     ssu = longmemeval_run.question_scores(channels["fx_ssu"], [frozenset({"lme3-s0-t0"})])
     assert "freshness@5" not in ssu and ssu["turn_all@5"] == 1.0
 
@@ -221,3 +224,21 @@ def test_the_cli_refuses_an_unknown_question_type(tmp_path: Path) -> None:
     args = ("memory.eval", "quality", "--sources", "longmemeval", "--longmemeval-types", "nope")
     result = cli.run(*args, "--data-dir", str(tmp_path), env={}, cwd=cli.ROOT)
     assert result.code == 2 and "unknown LongMemEval type" in result.err
+
+
+def test_locomo_s_temporal_category_is_reported_on_its_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memory.eval import __main__ as eval_cli
+    from memory.eval import harness
+
+    curves: dict[str, dict[int, float | None]] = {
+        "cat2": {1: 0.25, 5: 0.5, 10: 0.75},
+        "cat4": {1: 0.5, 5: 0.75, 10: 1.0},
+    }
+    result = harness.Result(case="locomo", config="full", metrics={}, latencies_ms=[],
+                            recall_curve={}, recall_by_kind=curves)  # fmt: skip
+    eval_cli.print_breakdowns([result])
+    lines = capsys.readouterr().out.splitlines()
+    assert any("cat2 (temporal)" in line and "0.500" in line for line in lines)
+    assert any("cat4 (single-hop)" in line for line in lines)

@@ -254,11 +254,20 @@ async def _peer(
 # -- scores -------------------------------------------------------------------------------------
 
 
+def session_ranking(channel: longmemeval.Channel, ranking: Ranking) -> Ranking:
+    """The sessions of the ranked items, each once, in the order they first appear (session-level
+    recall@k looks at the first k sessions)."""
+    seen: dict[str, None] = {}
+    for ids in ranking:
+        seen.update(dict.fromkeys(sorted(channel.session_of[t] for t in ids)))
+    return [frozenset({session}) for session in seen]
+
+
 def question_scores(channel: longmemeval.Channel, ranking: Ranking) -> dict[str, float | None]:
-    """Turn-level recall_any/recall_all@k, session-level recall_all@k, fractional turn recall@k;
-    freshness@5 for knowledge-update questions."""
+    """Turn-level recall_any/recall_all@k (of the first k items), session-level recall_all@k (of
+    the first k sessions), fractional turn recall@k; freshness@5 for knowledge-update questions."""
     turns = [e.id for e in channel.evidence]
-    sessions = [frozenset(channel.session_of[t] for t in ids) for ids in ranking]
+    sessions = session_ranking(channel, ranking)
     out: dict[str, float | None] = {}
     for k in KS:
         out[f"turn_any@{k}"] = metrics.recall_any_at_k(ranking, turns, k)
