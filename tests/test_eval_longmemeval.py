@@ -217,6 +217,7 @@ def test_the_cli_evaluates_a_file_of_the_same_layout_at_another_path(tmp_path: P
     full = rows["full"]
     assert full["questions"] == 3 and full["replies_given"] == full["replies"] == 9
     assert full["misattribution"]["hits"] == 0  # a bot reply is never a viewer's memory
+    assert full["evidence_kept"]["total"] == 3  # the user's evidence turns (not the bot's)
     assert full["per_question"]["fx_ku"]["turn_any@10"] == 1.0
 
 

@@ -99,6 +99,13 @@ def parser() -> argparse.ArgumentParser:
         f"<data dir>/{longmemeval.RELATIVE_PATH}",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="LongMemEval: replay N chunks of questions at once, each in a process of its own",
+    )
+    p.add_argument(
         "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
@@ -139,6 +146,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--longmemeval-first {args.longmemeval_first}")
     if args.longmemeval_types:
         parts.append(f"--longmemeval-types {args.longmemeval_types}")
+    if args.jobs != 1:
+        parts.append(f"--jobs {args.jobs}")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
     elif args.command == "report" and args.bench_from:
@@ -199,7 +208,7 @@ def _lme_options(args: argparse.Namespace) -> longmemeval_run.Options | None:
         print(f"error: unknown LongMemEval type(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return None
     return longmemeval_run.Options(
-        first=args.longmemeval_first, types=types, path=args.longmemeval_file
+        first=args.longmemeval_first, types=types, path=args.longmemeval_file, jobs=args.jobs
     )
 
 
@@ -219,8 +228,8 @@ def print_breakdowns(results: list[harness.Result]) -> None:
         print(longmemeval_run.type_table(results))
         full = next(r for r in results if r.case == longmemeval_run.CASE and r.config == "full")
         keys = ("messages", "replies", "replies_given", "turns_without_reply", "misattribution",
-                "load_seconds", "replay_seconds")  # fmt: skip
-        print(", ".join(f"{k} {full.metrics.get(k)}" for k in keys))
+                "evidence_kept", "load_seconds", "replay_seconds", "wall_seconds")  # fmt: skip
+        print(", ".join(f"{k} {report.fmt(full.metrics.get(k))}" for k in keys))
 
 
 async def run_ablations(args: argparse.Namespace) -> list[ablations.Row]:

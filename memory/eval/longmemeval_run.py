@@ -16,11 +16,14 @@ those turns. Peers rank whole turns of the same haystack with the question as th
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import itertools
 import logging
+import multiprocessing
 import tempfile
 import time
+from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +74,8 @@ class Options:
     first: int | None = None
     types: tuple[str, ...] = ()
     path: Path | None = None
+    #: chunks of channels replayed at once, each in a process of its own
+    jobs: int = 1
 
     def file(self, data_dir: Path) -> Path:
         return self.path or data_dir / longmemeval.RELATIVE_PATH
@@ -160,20 +165,47 @@ async def replay(
 
 
 async def replay_isolated(
-    channels: Sequence[longmemeval.Channel], *, embedder: str = harness.DEFAULT_EMBEDDER
+    channels: Sequence[longmemeval.Channel],
+    *,
+    embedder: str = harness.DEFAULT_EMBEDDER,
+    jobs: int = 1,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """``replay`` in fresh temporary data folders (embedded Postgres and Qdrant), removed after:
-    one per ``CHUNK`` channels, so no store holds more than their ~1,200 streams."""
+    one per ``CHUNK`` channels, so no store holds more than their ~1,200 streams; ``jobs`` chunks
+    at once, each in a process of its own (the channels share nothing)."""
+    chunks = [channels[first : first + CHUNK] for first in range(0, len(channels), CHUNK)]
+    if jobs > 1 and len(chunks) > 1:
+        loop = asyncio.get_running_loop()
+        context = multiprocessing.get_context("spawn")
+        with futures.ProcessPoolExecutor(min(jobs, len(chunks)), mp_context=context) as pool:
+            outcomes = await asyncio.gather(
+                *(loop.run_in_executor(pool, replay_chunk, chunk, embedder) for chunk in chunks)
+            )
+    else:
+        outcomes = [await _replay_folder(chunk, embedder) for chunk in chunks]
     turns: dict[str, models.TurnReport] = {}
     figures: dict[str, Any] = {}
-    for first in range(0, len(channels), CHUNK):
-        with tempfile.TemporaryDirectory(prefix="livememory-lme-") as tmp:
-            settings = harness.eval_settings(Path(tmp), embedder=embedder)
-            found, counted = await replay(channels[first : first + CHUNK], settings)
+    for found, counted in outcomes:
         turns.update(found)
         for key, value in counted.items():
             figures[key] = round(figures.get(key, 0) + value, 1)
     return turns, figures
+
+
+async def _replay_folder(
+    channels: Sequence[longmemeval.Channel], embedder: str
+) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="livememory-lme-") as tmp:
+        return await replay(channels, harness.eval_settings(Path(tmp), embedder=embedder))
+
+
+def replay_chunk(
+    channels: Sequence[longmemeval.Channel], embedder: str
+) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
+    """One chunk replayed in a worker process (``replay_isolated`` with ``jobs`` > 1)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logger.setLevel(logging.INFO)
+    return asyncio.run(_replay_folder(channels, embedder))
 
 
 async def evaluate(
@@ -190,13 +222,15 @@ async def evaluate(
         data_dir, first=options.first, types=options.types or None, path=options.path
     )
     loaded = time.perf_counter() - started
-    turns, figures = await replay_isolated(channels, embedder=embedder)
+    turns, figures = await replay_isolated(channels, embedder=embedder, jobs=options.jobs)
     rankings = {c.question_id: system_ranking(c, turns[c.question_id])
                 for c in channels if c.question_id in turns}  # fmt: skip
     wrong = misattribution(channels, turns)
-    extra = {**figures, "load_seconds": round(loaded, 1),
+    extra = {**figures, "load_seconds": round(loaded, 1), "jobs": options.jobs,
+             "wall_seconds": round(time.perf_counter() - started, 1),
              "misattribution": {"value": wrong.value, "hits": wrong.hits, "total": wrong.total},
-             "recall_items_per_turn": metrics.mean(len(t.recall) for t in turns.values())}  # fmt: skip
+             "recall_items_per_turn": metrics.mean(len(t.recall) for t in turns.values()),
+             "evidence_kept": evidence_kept(channels)}  # fmt: skip
     details = {qid: {"sources": [i.source for i in turn.recall]} for qid, turn in turns.items()}
     results = [score(channels, rankings, config="full", extra=extra, details=details)]
     skipped: dict[str, str] = {}
@@ -342,6 +376,29 @@ def misattribution(
         if item.source in harness.PERSONAL_SOURCES
     ]
     return metrics.misattribution(recalled, authors)
+
+
+def evidence_kept(channels: Sequence[longmemeval.Channel]) -> dict[str, Any]:
+    """The user's evidence turns of which the consolidation filter keeps some part as a personal
+    memory (``memory.eval.filtering``'s judgement: ``noise.classify``), and why the others went."""
+    from memory.consolidate import noise
+
+    kept = total = 0
+    dropped: collections.Counter[str] = collections.Counter()
+    for channel in channels:
+        texts = {e.id: e.text for e in channel.events}
+        for turn in channel.evidence:
+            if turn.role != "user":
+                continue
+            verdicts = [noise.classify(texts[p], bot_names=(harness.BOT_NAME,), previous=None)
+                        for p in turn.parts if p in texts]  # fmt: skip
+            total += 1
+            if any(v.keep for v in verdicts):
+                kept += 1
+            else:
+                dropped.update(v.reason for v in verdicts[:1])
+    return {"value": kept / total if total else None, "hits": kept, "total": total,
+            "dropped_by": dict(dropped.most_common())}  # fmt: skip
 
 
 def type_table(results: Sequence[harness.Result]) -> str:
