@@ -171,9 +171,14 @@ async def replay_isolated(
     jobs: int = 1,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """``replay`` in fresh temporary data folders (embedded Postgres and Qdrant), removed after:
-    one per ``CHUNK`` channels, so no store holds more than their ~1,200 streams; ``jobs`` chunks
-    at once, each in a process of its own (the channels share nothing)."""
-    chunks = [channels[first : first + CHUNK] for first in range(0, len(channels), CHUNK)]
+    one per chunk of at most ``CHUNK`` channels, so no store holds more than their ~1,200 streams;
+    ``jobs`` chunks at once, each in a process of its own (the channels share nothing), in a
+    multiple of ``jobs`` chunks so that no process idles while another has two left."""
+    count = -(-len(channels) // CHUNK)
+    if jobs > 1:  # as many chunks as keep every process busy to the end
+        count = -(-count // jobs) * jobs
+    size = max(1, -(-len(channels) // max(count, 1)))
+    chunks = [channels[first : first + size] for first in range(0, len(channels), size)]
     if jobs > 1 and len(chunks) > 1:
         loop = asyncio.get_running_loop()
         context = multiprocessing.get_context("spawn")
@@ -222,7 +227,13 @@ async def evaluate(
         data_dir, first=options.first, types=options.types or None, path=options.path
     )
     loaded = time.perf_counter() - started
-    turns, figures = await replay_isolated(channels, embedder=embedder, jobs=options.jobs)
+    replaying = asyncio.ensure_future(
+        replay_isolated(channels, embedder=embedder, jobs=options.jobs)
+    )
+    if options.jobs > 1:
+        await asyncio.sleep(0)  # the chunks go to their processes; the peers rank meanwhile
+    found, skipped = await peer_rankings(channels, peer_embedder) if with_peers else ({}, {})
+    turns, figures = await replaying
     rankings = {c.question_id: system_ranking(c, turns[c.question_id])
                 for c in channels if c.question_id in turns}  # fmt: skip
     wrong = misattribution(channels, turns)
@@ -233,10 +244,7 @@ async def evaluate(
              "evidence_kept": evidence_kept(channels)}  # fmt: skip
     details = {qid: {"sources": [i.source for i in turn.recall]} for qid, turn in turns.items()}
     results = [score(channels, rankings, config="full", extra=extra, details=details)]
-    skipped: dict[str, str] = {}
-    if with_peers:
-        found, skipped = await peer_rankings(channels, peer_embedder)
-        results += [score(channels, ranked, config=name) for name, ranked in found.items()]
+    results += [score(channels, ranked, config=name) for name, ranked in found.items()]
     return results, skipped
 
 
