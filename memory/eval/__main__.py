@@ -1,7 +1,9 @@
 """``python -m memory.eval [quality|ablations|bench|report|baseline] [--quick] [--data-dir DIR]``
 
 - ``quality`` (default): the memory quality metrics on the synthetic stream, LoCoMo and IRC; prints a
-  table. With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
+  table, LoCoMo per question category too. ``--sources longmemeval`` (not a default source) replays
+  LongMemEval's development part and prints it per question type (``memory.eval.longmemeval_run``;
+  ``--longmemeval-first``, ``--longmemeval-types``, ``--longmemeval-file``, ``--jobs``). With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
   above 0 or its recall@5 is below the recorded baseline (``memory/eval/baseline.json``) minus the
   tolerance, with a ``GATE FAIL:`` line saying which.
 - ``ablations``: the full system against versions each missing one piece (synthetic stream).
