@@ -1,7 +1,9 @@
 """``python -m memory.eval [quality|ablations|bench|report|baseline] [--quick] [--data-dir DIR]``
 
 - ``quality`` (default): the memory quality metrics on the synthetic stream, LoCoMo and IRC; prints a
-  table. With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
+  table, LoCoMo per question category too. ``--sources longmemeval`` (not a default source) replays
+  LongMemEval's development part and prints it per question type (``memory.eval.longmemeval_run``;
+  ``--longmemeval-first``, ``--longmemeval-types``, ``--longmemeval-file``, ``--jobs``). With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
   above 0 or its recall@5 is below the recorded baseline (``memory/eval/baseline.json``) minus the
   tolerance, with a ``GATE FAIL:`` line saying which.
 - ``ablations``: the full system against versions each missing one piece (synthetic stream).
@@ -26,7 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from memory import errors
-from memory.eval import REPO_ROOT, ablations, default_data_dir, harness, report, suite
+from memory.eval import (
+    REPO_ROOT,
+    ablations,
+    default_data_dir,
+    harness,
+    locomo,
+    longmemeval,
+    longmemeval_run,
+    report,
+    suite,
+)
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 COMMANDS = ("quality", "ablations", "bench", "report", "baseline")
@@ -40,7 +52,9 @@ def parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=None, help="shared data (default: <repo>/../shared/data)"
     )
     p.add_argument(
-        "--sources", default=",".join(suite.SOURCES), help="comma-separated: synthetic,locomo,irc"
+        "--sources",
+        default=",".join(suite.SOURCES),
+        help="comma-separated: synthetic,locomo,irc (default), longmemeval",
     )
     p.add_argument(
         "--system", choices=("full", "naive"), default="full", help="quality: the system evaluated"
@@ -64,6 +78,34 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="full runs: LoCoMo's development half (conversations 1-5, for tuning) or the "
         "held-out half (6-10, for reporting)",
+    )
+    p.add_argument(
+        "--longmemeval-first",
+        type=int,
+        default=None,
+        metavar="N",
+        help="LongMemEval: only the first N questions (abstention questions are never scored)",
+    )
+    p.add_argument(
+        "--longmemeval-types",
+        default=None,
+        metavar="T,…",
+        help=f"LongMemEval: only these question types ({', '.join(longmemeval.TYPES)})",
+    )
+    p.add_argument(
+        "--longmemeval-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="LongMemEval: this data file (same layout) instead of "
+        f"<data dir>/{longmemeval.RELATIVE_PATH}",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="LongMemEval: replay N chunks of questions at once, each in a process of its own",
     )
     p.add_argument(
         "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
@@ -102,6 +144,12 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--locomo-first {args.locomo_first}")
     if args.locomo_half is not None:
         parts.append(f"--locomo-half {args.locomo_half}")
+    if args.longmemeval_first is not None:
+        parts.append(f"--longmemeval-first {args.longmemeval_first}")
+    if args.longmemeval_types:
+        parts.append(f"--longmemeval-types {args.longmemeval_types}")
+    if args.jobs != 1:
+        parts.append(f"--jobs {args.jobs}")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
     elif args.command == "report" and args.bench_from:
@@ -111,9 +159,12 @@ def command_line(args: argparse.Namespace) -> str:
 
 async def quality(args: argparse.Namespace, data_dir: Path) -> int:
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
-    unknown = set(sources) - set(suite.SOURCES)
+    unknown = set(sources) - set(suite.ALL_SOURCES)
     if unknown:
         print(f"error: unknown source(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return EXIT_ERROR
+    lme = _lme_options(args)
+    if lme is None:
         return EXIT_ERROR
     results, skipped = await suite.run_quality(
         sources,
@@ -124,8 +175,10 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         with_peers=not args.no_peers,
         locomo_first=args.locomo_first,
         locomo_half=args.locomo_half,
+        lme=lme,
     )
     print(report.quality_table(results))
+    print_breakdowns(results)
     for source, why in skipped.items():
         print(f"skipped {source}: {why}")
     _dump(args.json, {"results": [r.to_json() for r in results], "skipped": skipped})
@@ -147,6 +200,38 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
             "and at or above BM25-speaker's on the same probes"
         )
     return EXIT_GATE if failures else EXIT_OK
+
+
+def _lme_options(args: argparse.Namespace) -> longmemeval_run.Options | None:
+    """The LongMemEval selection of the command line (None, with a message: an unknown type)."""
+    types = tuple(t.strip() for t in (args.longmemeval_types or "").split(",") if t.strip())
+    unknown = set(types) - set(longmemeval.TYPES)
+    if unknown:
+        print(f"error: unknown LongMemEval type(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return None
+    return longmemeval_run.Options(
+        first=args.longmemeval_first, types=types, path=args.longmemeval_file, jobs=args.jobs
+    )
+
+
+def print_breakdowns(results: list[harness.Result]) -> None:
+    """LoCoMo per question category (temporal on its own) and LongMemEval per question type."""
+    rows = [
+        [r.config, f"{kind} ({locomo.CATEGORIES.get(int(kind[3:]), '?')})", curve.get(1),
+         curve.get(5), curve.get(10)]
+        for r in results if r.case == "locomo"
+        for kind, curve in r.recall_by_kind.items() if kind.startswith("cat")
+    ]  # fmt: skip
+    if rows:
+        print("\nLoCoMo per category:")
+        print(report.table(["config", "category", "R@1", "R@5", "R@10"], rows))
+    if any(r.case == longmemeval_run.CASE for r in results):
+        print("\nLongMemEval per question type (turn-level any/all, session-level all):")
+        print(longmemeval_run.type_table(results))
+        full = next(r for r in results if r.case == longmemeval_run.CASE and r.config == "full")
+        keys = ("messages", "replies", "replies_given", "turns_without_reply", "misattribution",
+                "evidence_kept", "load_seconds", "replay_seconds", "wall_seconds")  # fmt: skip
+        print(", ".join(f"{k} {report.fmt(full.metrics.get(k))}" for k in keys))
 
 
 async def run_ablations(args: argparse.Namespace) -> list[ablations.Row]:

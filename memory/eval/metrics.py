@@ -16,6 +16,7 @@ from memory import models
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
+    from datetime import datetime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +57,42 @@ def precision_at_k(
     if not gold or not top:
         return None
     return sum(1 for ids in top if gold.intersection(ids)) / len(top)
+
+
+def recall_any_at_k(
+    ranking: Sequence[Collection[str]], evidence: Collection[str], k: int
+) -> float | None:
+    """1.0 when the first ``k`` items cover at least one evidence id, else 0.0 (None without
+    evidence)."""
+    share = recall_at_k(ranking, evidence, k)
+    return None if share is None else float(share > 0)
+
+
+def recall_all_at_k(
+    ranking: Sequence[Collection[str]], evidence: Collection[str], k: int
+) -> float | None:
+    """1.0 when the first ``k`` items cover every evidence id, else 0.0 (None without evidence)."""
+    share = recall_at_k(ranking, evidence, k)
+    return None if share is None else float(share == 1)
+
+
+def freshness_at_k(
+    ranking: Sequence[Collection[str]], evidence_dates: Mapping[str, datetime], k: int
+) -> float | None:
+    """1.0 when a latest-dated evidence id is among the first ``k`` items and ranks above every
+    earlier-dated one (an item covering both does not rank it above), else 0.0 (None without
+    evidence). Evidence all of one date: 1.0 when some of it is among the first ``k``."""
+    if not evidence_dates:
+        return None
+    latest = max(evidence_dates.values())
+    newest = {i for i, when in evidence_dates.items() if when == latest}
+    older = set(evidence_dates) - newest
+    for ids in ranking[:k]:
+        if older.intersection(ids):
+            return 0.0
+        if newest.intersection(ids):
+            return 1.0
+    return 0.0
 
 
 def mean(values: Iterable[float | None]) -> float | None:

@@ -2,7 +2,9 @@
 
 Quick mode is small enough for CI (about a minute on 2 cores): a 12-viewer synthetic stream, the
 first sessions of one LoCoMo conversation, a slice of IRC. The full run uses a 40-viewer stream,
-all of LoCoMo (categories 1–4) and the busiest IRC hours.
+all of LoCoMo (categories 1–4) and the busiest IRC hours. LongMemEval runs when asked for
+(``--sources longmemeval``; ``memory.eval.longmemeval_run``): not a default source, since its
+development part replays ~21,000 messages; with ``--quick`` only its first questions, as a smoke check.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import filtering, harness, irc, locomo, peers, synthetic
+from memory.eval import filtering, harness, irc, locomo, longmemeval_run, peers, synthetic
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -26,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 BASELINE_PATH = Path(__file__).with_name("baseline.json")
 SOURCES = ("synthetic", "locomo", "irc")
+#: every source ``--sources`` accepts (LongMemEval only when named)
+ALL_SOURCES = (*SOURCES, "longmemeval")
 #: recall@5 may drop this much below the recorded baseline before the gate fails
 DEFAULT_TOLERANCE = 0.02
 SEED = 7
@@ -92,8 +96,12 @@ def _no_reply(event: Any) -> Any:
     return dataclasses.replace(event, reply_to=None)
 
 
-def data_available(data_dir: Path, source: str) -> str | None:
+def data_available(
+    data_dir: Path, source: str, lme: longmemeval_run.Options | None = None
+) -> str | None:
     """None when ``source``'s data is there, else why not."""
+    if source == "longmemeval" and not (lme or longmemeval_run.Options()).file(data_dir).is_file():
+        return f"{(lme or longmemeval_run.Options()).file(data_dir)} not found"
     if source == "locomo" and not (data_dir / locomo.RELATIVE_PATH).is_file():
         return f"{data_dir / locomo.RELATIVE_PATH} not found"
     if source == "irc" and not irc.files(data_dir, "dev"):
@@ -119,9 +127,11 @@ async def run_quality(
     with_peers: bool = True,
     locomo_first: int | None = None,
     locomo_half: str | None = None,
+    lme: longmemeval_run.Options | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
     """Results per source (the system's, then its peers' on the same probes), and what was
-    skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only."""
+    skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only;
+    ``lme``: which LongMemEval questions (quick: the first ``longmemeval_run.QUICK_FIRST``)."""
     sizes = QUICK if quick else FULL
     if locomo_first is not None and not quick:
         sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
@@ -131,10 +141,23 @@ async def run_quality(
     skipped: dict[str, str] = {}
     peer_embedder = await _peer_embedder(embedder) if with_peers else None
     for source in sources:
-        reason = data_available(data_dir, source)
+        reason = data_available(data_dir, source, lme)
+        if source == "longmemeval" and system == "naive":
+            reason = "the naive design is not replayed on LongMemEval"
         if reason:
             skipped[source] = reason
             logger.warning("%s skipped: %s", source, reason)
+            continue
+        if source == "longmemeval":
+            options = lme or longmemeval_run.Options()
+            if quick:
+                options = dataclasses.replace(options, first=longmemeval_run.QUICK_FIRST)
+            found, missing = await longmemeval_run.evaluate(
+                data_dir, options, embedder=embedder, peer_embedder=peer_embedder,
+                with_peers=with_peers,
+            )  # fmt: skip
+            results.extend(found)
+            skipped.update({f"{source} {name}": why for name, why in missing.items()})
             continue
         case = build_case(source, data_dir, sizes)
         if system == "naive":
