@@ -61,3 +61,16 @@ async def test_time_window_restricts_the_search(store: ports.MemorySpaces) -> No
     assert {h.record.id for h in later} == {week2.id, week3.id}
     everything = await store.search(ALICE, "what did I bake", limit=5)
     assert len(everything) == 3
+
+
+async def test_unsupersede_makes_a_memory_current_again(store: ports.MemorySpaces) -> None:
+    old = record(ALICE, "I live in Rome", last_ts=T0)
+    new = record(ALICE, "I moved to Turin", last_ts=T0 + timedelta(days=7))
+    await store.upsert([old, new])
+    await store.supersede(ALICE, [old.id], by=new.id, at=T0 + timedelta(days=7))
+    assert await store.unsupersede(ALICE, [old.id, new.id]) == 1  # only the marked one
+    [kept] = await store.get(ALICE, [old.id])
+    assert (kept.superseded_by, kept.superseded_at) == (None, None)
+    assert old.id in {h.record.id for h in await store.search(ALICE, "Rome", limit=5)}
+    assert await store.unsupersede(ALICE, [old.id]) == 0
+    assert await store.unsupersede(BOB, [old.id]) == 0

@@ -157,6 +157,7 @@ def reason(newer: Statement, older: Statement) -> str | None:
     """Why ``newer`` supersedes ``older`` (``slot:location``, ``subject``), or None."""
     if (
         newer.id == older.id
+        or newer.user_id is None
         or newer.user_id != older.user_id
         or newer.said_at <= older.said_at
         or newer.hedged
