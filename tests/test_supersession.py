@@ -11,6 +11,7 @@ import pytest
 
 from memory import identity
 from memory.consolidate import consolidation
+from memory.consolidate import profile as profile_module
 from memory.ops import operations
 from tests.test_consolidation import T0, consolidator, journal_turn, msg, settings, spaces
 
@@ -164,3 +165,26 @@ async def test_correcting_the_newer_memory_moves_the_mark_to_the_correction(
     )
     rome = (await by_text(spaces))["I live in Rome"]
     assert rome.superseded_by == correction.id
+
+
+async def test_the_profile_drops_what_a_superseded_memory_said_and_gets_it_back(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    old = await journal_turn(db, [msg("m1", "alice", "I study architecture")])
+    line = "I don't study architecture anymore, I switched to graphic design"
+    new = await journal_turn(db, [msg("m2", "alice", line, second=WEEK)])
+    profiles = profile_module.ProfileStore(db)
+    await consolidator.consolidate(old)
+    first = await profiles.get("1001")
+    assert first is not None and first.get("study") is not None
+    await consolidator.consolidate(new)
+    await consolidator.consolidate(old)  # a retried job of the older turn writes no fact back
+    held = await profiles.get("1001")
+    assert held is not None and held.get("study") is None and held.lines() == [line]
+
+    switched = (await by_text(spaces))[line]
+    await operations.Operations(db, spaces).forget_memory(switched.id, actor="twitch:alice")
+    back = await profiles.get("1001")
+    assert back is not None and back.lines() == ["study: architecture"]

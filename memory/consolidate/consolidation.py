@@ -295,12 +295,15 @@ class Consolidator:
         records = [*draft.personal, *condensed, *([draft.episode] if draft.episode else [])]
         if records:
             await self.spaces.upsert(records)
-        if self.settings.memory.supersede:
+        profiles = self.profiles if self.settings.memory.use_profile else None
+        if profiles is not None:
+            await profiles.apply_memories(draft.personal)
+        if self.settings.memory.supersede:  # after the profile: a superseded memory's facts go
             own = [*draft.personal, *condensed]
             for space in sorted({r.space for r in own}):
-                await marks.apply(self.spaces, self.db, space, {r.id for r in own})
-        if self.settings.memory.use_profile:
-            await self.profiles.apply_memories(draft.personal)
+                await marks.apply(
+                    self.spaces, self.db, space, {r.id for r in own}, profiles=profiles
+                )
 
     async def _drop_stale_facts(
         self,

@@ -224,7 +224,9 @@ class Operations:
             await self._tombstone("memory", *doomed, conn=conn)
             await self.spaces.delete(record.space, doomed)
             await self.profiles.delete_memories(doomed)
-            await marks.apply(self.spaces, self.db, record.space, actor=actor)  # its marks go
+            await marks.apply(  # the marks it set go
+                self.spaces, self.db, record.space, actor=actor, profiles=self.profiles
+            )
         await self.audit(actor, "forget_memory", record.id, {"space": record.space})
         await self._invalidate([record.user_id] if record.user_id else [], record.space)
         return record
@@ -254,7 +256,8 @@ class Operations:
             removed = await self.spaces.delete_turn(turn_id, spaces=where)
             touched = await self.profiles.delete_turn(turn_id)
             for user_id in row["user_ids"]:  # the marks the turn's memories set go with them
-                await marks.apply(self.spaces, self.db, identity.personal_key(user_id), actor=actor)
+                space = identity.personal_key(user_id)
+                await marks.apply(self.spaces, self.db, space, actor=actor, profiles=self.profiles)
         users = sorted(set(row["user_ids"]) | set(touched))
         await self.audit(
             actor, "forget_turn", turn_id, {"memories": removed, "stream": row["stream"]}
@@ -329,7 +332,12 @@ class Operations:
             if original.user_id and original.space == identity.personal_key(original.user_id):
                 await self.profiles.apply_memories([correction])
                 await marks.apply(
-                    self.spaces, self.db, original.space, {correction.id}, actor=actor
+                    self.spaces,
+                    self.db,
+                    original.space,
+                    {correction.id},
+                    actor=actor,
+                    profiles=self.profiles,
                 )
         await self.audit(
             actor, "correct", original.id, {"correction_id": correction.id, "space": original.space}

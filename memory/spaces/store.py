@@ -25,7 +25,7 @@ Dense cosine similarity over an over-fetched candidate set, then:
   So ``LEXICAL_WEIGHT`` is 0 (off); the knob stays for semantic embedders, unmeasured here.
 * **recency** — among a viewer's own memories (personal, fact, correction) that answer the query
   comparably, the newer ranks first: going down the ranking, a memory that matches the same query
-  terms as the memory above that opened its group, and scores at least ``RECENCY_BAND`` of that
+  terms (at least one: text, speaker, answered question) as the memory above that opened its group, and scores at least ``RECENCY_BAND`` of that
   one's score, joins the group, and each group is ordered newest first (``said_at``). Fused scores
   are ranks (``spaces.lexical``), so two near-identical answers ("I live in Rome", "I live in
   Turin these days") score 1.5 and 1.0 whatever their raw similarities: a score-proportional
@@ -47,7 +47,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory import errors, identity
-from memory.spaces import embedders, records
+from memory.spaces import embedders, lexical, records
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
@@ -297,24 +297,34 @@ def rank(
     return recent_first(query, hits)[:limit]
 
 
+def indexed_terms(record: records.MemoryRecord) -> set[int]:
+    """The term ids a memory is found by lexically: its text's, its speaker's login's and the
+    question's it answers (``lexical.document``)."""
+    words = embedders.terms(record.text)
+    if record.login:
+        words += embedders.terms(record.login.replace("_", " "))
+    return {lexical.term_id(t) for t in words} | set(record.context_terms)
+
+
 def recent_first(
     query: str, hits: Sequence[records.MemoryHit], *, band: float | None = None
 ) -> list[records.MemoryHit]:
     """The hits best first, comparable answers of a viewer newest first (``rank``).
 
     Going down the ranking, a viewer's own memory joins the group of the one that opened it when
-    it matches the same query terms and scores at least ``band`` × that one's score; each group is
+    it matches the same query terms (``indexed_terms``; at least one) and scores at least ``band`` × that one's score; each group is
     ordered newest first (``said_at``), groups keep their order. ``band`` 1: recency only breaks
     exact ties."""
     band = RECENCY_BAND if band is None else band
     ordered = sorted(hits, key=lambda h: (-h.score, -h.record.said_at.timestamp(), h.record.id))
-    terms = set(embedders.terms(query))
-    groups: list[list[tuple[records.MemoryHit, frozenset[str]]]] = []
+    terms = {lexical.term_id(t) for t in embedders.terms(query)}
+    groups: list[list[tuple[records.MemoryHit, frozenset[int]]]] = []
     for hit in ordered:
-        matched = frozenset(t for t in embedders.terms(hit.record.text) if t in terms)
+        matched = frozenset(indexed_terms(hit.record) & terms)
         head = groups[-1][0] if groups else None
         if (
             head is not None
+            and matched
             and hit.record.kind in RECENT_KINDS
             and head[0].record.kind in RECENT_KINDS
             and matched == head[1]
