@@ -90,6 +90,14 @@ KEEPS = [
     ("I live in Rome", "did you move to Turin?"),
     ("I live in Rome", "alice said she moved to Turin"),
     ("I study architecture", "architecture is hard"),
+    # conversation paragraphs that share a name and a cue word by chance (LoCoMo's turns)
+    (
+        "Thanks, Maria! Meal times are always fun.",
+        "Thanks, Maria! I'm off to spend time with them now",
+    ),
+    ("Hey Gina! How's the store going?", "Hey Gina, congrats! The dance studio is tough right now"),
+    ("Wow, Caroline, that's so cool!", "I'm so happy for you, Caroline. Now you're helping others"),
+    ("@alice I live in Rome", "@alice I switched to decaf"),
     # an older memory with another slot the newer one does not set
     ("I'm 25, I live in Rome", "I moved to Turin"),
 ]

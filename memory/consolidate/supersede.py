@@ -13,12 +13,15 @@ out unless a question asks about the past (``include_superseded``). "The same th
   (``embedders.terms``, the cue words and a few generic verbs left out) with the older one — one
   shared word with a strong cue ("anymore", "no longer", "moved", "switched", "quit", "non … più",
   "mi sono trasferito", "ho cambiato", "ho lasciato" …), two with a weak one ("now", "these days",
-  "adesso", "ora", "ormai" …): "I don't study architecture anymore, I switched to design" supersedes
+  "adesso", "ora", "ormai" …), and at least a third (weak cue: half) of the shorter statement's
+  content words, both statements chat lines of at most ``MAX_TERMS`` content words (long conversational
+  turns share a name or two and a cue word by chance): "I don't study architecture anymore, I switched to design" supersedes
   "I study architecture"; "ho cambiato lavoro" supersedes "lavoro in un bar".
 
 Never superseding: a question, a hypothetical or plan ("if I moved to Berlin", "I might switch to
 law", "vorrei trasferirmi a Milano"), reported speech, and — for the subject rule — a statement about
-someone else ("my sister moved to Milan", "mio fratello ha lasciato il lavoro"). Only memories of the
+someone else ("my sister moved to Milan", "mio fratello ha lasciato il lavoro") or to someone
+("now you're helping others"); and nothing supersedes a question or a hypothetical. Only memories of the
 same viewer in the same space, and only an older one: the times are the statements' own chat times
 (``MemoryRecord.said_at``), not the order they are processed in, so a VOD imported late never hides
 what the viewer said after it — the newer memory supersedes the imported one instead.
@@ -52,6 +55,12 @@ KINDS = frozenset(
 NONE, WEAK, STRONG = 0, 1, 2
 #: shared content words the subject rule needs, by cue strength
 SHARED_NEEDED = {WEAK: 2, STRONG: 1}
+#: and the share of the shorter statement's content words they must be (long conversational
+#: messages share a name or two by chance: LoCoMo's turns superseded each other by the hundred)
+SHARE_NEEDED = {WEAK: 1 / 2, STRONG: 1 / 3}
+#: the subject rule reads chat lines: a statement of more content words than this is a paragraph
+#: of conversation, where cue words and shared words meet by chance
+MAX_TERMS = 12
 
 _STRONG_EN = (
     r"any ?more|no longer|moved|relocated|switched|changed"
@@ -78,7 +87,8 @@ _IGNORED = (
     "trasferito trasferita cambiato cambiata lasciato lasciata smesso mollato licenziato passato "
     "nuovo nuova invece iniziato cominciato più piu really actually still also love like hate "
     "enjoy think want get got go going make doing thing things stuff much lot amo adoro piace "
-    "faccio fare cosa cose molto tanto"
+    "faccio fare cosa cose molto tanto thanks thank hey hi hello wow yeah yes glad great awesome "
+    "cool nice grazie ciao bello bella"
 )
 IGNORED_TERMS = frozenset(embedders.terms(_IGNORED))
 
@@ -96,11 +106,13 @@ _SOMEONE_ELSE = re.compile(
     r"\b(?:my|our) (?:\w+ )?(?:sister|brother|mom|mum|mother|dad|father|parents|wife|husband"
     r"|girlfriend|boyfriend|partner|friend|friends|son|daughter|kid|kids|cousin|aunt|uncle"
     r"|grandma|grandpa|grandmother|grandfather|roommate|flatmate|neighbou?r|boss|colleague|family)"
-    r"|\b(?:he|she|they|his|her|their)\b(?! (?:said|told))"
+    r"|\b(?:he|she|they|them|his|her|their)\b(?! (?:said|told))"
     r"|\b(?:mi[ao]|la mia|il mio|i miei|le mie|un mio|una mia) (?:sorella|fratello|madre|mamma"
     r"|padre|pap[aà]|genitori|moglie|marito|ragazza|ragazzo|fidanzat[oa]|amic[oaie]|figli[oa]"
     r"|cugin[oa]|zi[oa]|nonn[oa]|coinquilin[oa]|vicin[oa]|capo|collega|famiglia)"
-    r"|\b(?:lui|lei|loro)\b",
+    r"|\b(?:lui|lei|loro)\b"
+    # speaking to someone: about them ("now you're helping others", "tu ora lavori a Roma")
+    r"|\b(?:you|your|yours|you're|youre|you've|u|ur|tu|tuo|tua|tuoi|tue|voi|vostr[oaie])\b",
     re.I,
 )
 
@@ -125,6 +137,15 @@ class Statement:
     superseded_by: str | None = None
 
 
+#: a name the speaker addresses ("Thanks, Maria!", "hey Gina,", "…, Mel.", "@alice"): shared by
+#: chance by two lines to the same person, never the subject of a change
+_VOCATIVE = re.compile(
+    r"@\w+"
+    r"|(?:^|(?<=[,.!?;]))\s*(?i:(?:thanks|thank you|hey|hi|hello|yeah|yep|yup|wow|oh|ok|okay|sure"
+    r"|sorry|congrats|grazie|ciao|dai|ehi)\W*\s*)?[A-Z][\w'-]*\s*(?=[,!?.;]|$)"
+)
+
+
 @functools.lru_cache(maxsize=65_536)
 def _features(text: str) -> tuple[tuple[tuple[str, str], ...], frozenset[str], int, bool, bool]:
     text = text.replace("’", "'")
@@ -133,7 +154,7 @@ def _features(text: str) -> tuple[tuple[tuple[str, str], ...], frozenset[str], i
     )
     slots = tuple((slot, value.casefold()) for slot, value in profile.derive(text))
     cue = STRONG if _STRONG.search(text) else WEAK if _WEAK.search(text) else NONE
-    terms = frozenset(embedders.terms(text)) - IGNORED_TERMS
+    terms = frozenset(embedders.terms(_VOCATIVE.sub(" ", text))) - IGNORED_TERMS
     return slots, terms, cue, hedged, bool(_SOMEONE_ELSE.search(text))
 
 
@@ -168,9 +189,13 @@ def reason(newer: Statement, older: Statement) -> str | None:
     )
     if changed and set(older.slots) <= set(newer.slots):
         return f"slot:{changed[0]}"
-    if newer.cue == NONE or newer.other:
+    if newer.cue == NONE or newer.other or older.hedged:
         return None
-    if len(newer.terms & older.terms) >= SHARED_NEEDED[newer.cue]:
+    shared = len(newer.terms & older.terms)
+    shorter, longer = sorted((len(newer.terms), len(older.terms)))
+    if longer > MAX_TERMS:
+        return None
+    if shared >= SHARED_NEEDED[newer.cue] and shared >= SHARE_NEEDED[newer.cue] * shorter:
         return "subject"
     return None
 
