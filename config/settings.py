@@ -132,6 +132,9 @@ class MemorySettings(_Section):
     #: ablations/evaluation: one personal space per viewer (False: the naive design — one shared
     #: personal space for every viewer's messages, recalled without the author filter)
     attribution_split: bool = True
+    #: ablations/evaluation: a viewer's newer statement about the same thing marks the older
+    #: memories superseded at consolidation (``memory.consolidate.supersede``)
+    supersede: bool = True
 
 
 class HistorySettings(_Section):

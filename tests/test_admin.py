@@ -88,6 +88,30 @@ async def test_inspect_lists_only_the_viewers_own_statements_with_provenance(
     assert code == 0 and "I work as a graphic designer" in out and memories[0]["id"] in out
 
 
+async def test_inspect_and_export_show_the_superseded_mark(
+    db: postgres.Database, settings: settings_module.Settings, stream: list[str]
+) -> None:
+    memory = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
+    try:
+        later = [msg("m4", "alice", "I work as a software tester now", second=7 * 86_400)]
+        turn_id = await helpers.journal_turn(db, later)
+        await consolidation.Consolidator(db, memory, settings).consolidate(turn_id)
+    finally:
+        await memory.close()
+
+    designer, _, tester = (await inspect(settings))["memories"]
+    assert (designer["superseded_by"], designer["superseded_at"][:10]) == (
+        tester["id"],
+        "2026-12-06",
+    )
+    code, out, _ = await run(settings, "inspect", "--viewer", "alice")
+    assert code == 0 and f"superseded by {tester['id']} on 2026-12-06" in out
+    code, out, _ = await run(settings, "export", "--viewer", "alice")
+    assert code == 0
+    exported = {m["text"]: m for m in json.loads(out)["memories"]}
+    assert exported["I work as a graphic designer"]["superseded_by"] == tester["id"]
+
+
 async def test_unknown_viewer_or_id_is_one_line_on_stderr_and_exit_1(
     settings: settings_module.Settings, stream: list[str]
 ) -> None:

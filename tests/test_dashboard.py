@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import urllib.parse
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +161,20 @@ async def test_a_forged_state_or_a_form_without_csrf_changes_nothing(
         assert memory.id in {r.id for r in await services.operations.inspect("1001")}
         unknown = await client.get(f"{base}/viewers/nobody")
         assert unknown.status_code == 404 and "unknown viewer" in unknown.text
+
+
+async def test_the_viewer_page_shows_a_superseded_memory_with_its_mark(
+    dashboard: tuple[str, runtime.Services],
+) -> None:
+    base, services = dashboard
+    designer, cat = await services.operations.inspect("1001")
+    at = datetime(2026, 12, 6, 20, 0, tzinfo=UTC)
+    await services.operations.spaces.supersede("viewer:1001", [designer.id], by=cat.id, at=at)
+    async with httpx.AsyncClient() as client:
+        await sign_in(client, base, MODERATOR[1])
+        page = await client.get(f"{base}/viewers/1001")
+    assert page.status_code == 200 and "I work as a graphic designer" in page.text
+    assert f"superseded by <code>{cat.id[:8]}</code> on 2026-12-06" in page.text
 
 
 def _need_chromium() -> None:

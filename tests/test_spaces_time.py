@@ -7,9 +7,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from memory.spaces import records
+from memory.spaces import store as spaces_module
 from tests.test_spaces import ALICE, BOB, T0, record, store
 
 if TYPE_CHECKING:
+    import pytest
+
     from memory import ports
 
 __all__ = ["store"]  # the parametrised fixture, shared with tests/test_spaces.py
@@ -61,3 +64,51 @@ async def test_time_window_restricts_the_search(store: ports.MemorySpaces) -> No
     assert {h.record.id for h in later} == {week2.id, week3.id}
     everything = await store.search(ALICE, "what did I bake", limit=5)
     assert len(everything) == 3
+
+
+async def test_unsupersede_makes_a_memory_current_again(store: ports.MemorySpaces) -> None:
+    old = record(ALICE, "I live in Rome", last_ts=T0)
+    new = record(ALICE, "I moved to Turin", last_ts=T0 + timedelta(days=7))
+    await store.upsert([old, new])
+    await store.supersede(ALICE, [old.id], by=new.id, at=T0 + timedelta(days=7))
+    assert await store.unsupersede(ALICE, [old.id, new.id]) == 1  # only the marked one
+    [kept] = await store.get(ALICE, [old.id])
+    assert (kept.superseded_by, kept.superseded_at) == (None, None)
+    assert old.id in {h.record.id for h in await store.search(ALICE, "Rome", limit=5)}
+    assert await store.unsupersede(ALICE, [old.id]) == 0
+    assert await store.unsupersede(BOB, [old.id]) == 0
+
+
+async def test_of_two_comparable_answers_the_newer_ranks_first(
+    store: ports.MemorySpaces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = record(ALICE, "I live in Rome", last_ts=T0)
+    new = record(ALICE, "I live in Turin these days", last_ts=T0 + timedelta(days=7))
+    await store.upsert([old, new])
+    hits = await store.search(ALICE, "where do I live", limit=2)
+    assert [h.record.id for h in hits] == [new.id, old.id]
+    monkeypatch.setattr(spaces_module, "RECENCY_BAND", 2.0)  # without recency: the old first
+    hits = await store.search(ALICE, "where do I live", limit=2)
+    assert [h.record.id for h in hits] == [old.id, new.id]
+
+
+async def test_an_old_memory_that_is_the_only_answer_is_never_buried(
+    store: ports.MemorySpaces,
+) -> None:
+    cat = record(ALICE, "my cat is called Miso", last_ts=T0)
+    later = [
+        record(ALICE, text, last_ts=T0 + timedelta(days=30 + i))
+        for i, text in enumerate(
+            [
+                "I play bass in a band",
+                "I went hiking in the Alps",
+                "I cooked lasagna for my friends",
+                "I finished reading Dune",
+                "I bought a new keyboard",
+                "I started learning Japanese",
+            ]
+        )
+    ]
+    await store.upsert([cat, *later])
+    hits = await store.search(ALICE, "what is my cat called?", limit=3)
+    assert hits[0].record.id == cat.id

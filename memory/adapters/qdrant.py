@@ -218,6 +218,18 @@ class QdrantSpaces:
 
         return await self._read(space, "supersede", mark, 0) if found else 0
 
+    async def unsupersede(self, space: str, ids: Sequence[str]) -> int:
+        found: builtins.list[qm.ExtendedPointId] = [
+            r.id for r in await self.get(space, ids) if r.superseded_by is not None
+        ]
+
+        async def clear(name: str) -> int:
+            payload = {"superseded_by": None, "superseded_at": None}
+            await self.client.set_payload(name, payload=payload, points=found, wait=True)
+            return len(found)
+
+        return await self._read(space, "unsupersede", clear, 0) if found else 0
+
     async def delete(self, space: str, ids: Sequence[str]) -> int:
         found = await self.get(space, ids)
 

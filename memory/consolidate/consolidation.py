@@ -16,6 +16,10 @@ text), so a retried job replaces the same points. With ``settings.ollama.extract
 model, a viewer's kept statements are also condensed into ``FACT`` memories (``memory.consolidate.facts``); the
 raw memories stay either way. A re-run whose extraction answers replaces the turn's earlier facts.
 
+A viewer's newer statement about the same thing marks their older memories superseded
+(``memory.consolidate.supersede``, applied by ``memory.consolidate.marks`` after the upsert, under
+the viewer locks): kept and listed, left out of recall as current; ``settings.memory.supersede``.
+
 Forget and correct win over a running consolidation: the writes run under the authors' viewer locks
 (``memory.consolidate.viewer_lock``) after the tombstones are read again, and a tombstoned raw memory, fact or
 episode — or a fact condensed from a forgotten statement — is never written back.
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memory import errors, identity, models, sql
 from memory.adapters import postgres
-from memory.consolidate import barrier, documents, facts, noise, viewer_lock
+from memory.consolidate import barrier, documents, facts, marks, noise, viewer_lock
 from memory.consolidate import profile as profile_module
 from memory.history import transcript
 from memory.spaces import records as memory_records
@@ -294,8 +298,15 @@ class Consolidator:
         records = [*draft.personal, *condensed, *([draft.episode] if draft.episode else [])]
         if records:
             await self.spaces.upsert(records)
-        if self.settings.memory.use_profile:
-            await self.profiles.apply_memories(draft.personal)
+        profiles = self.profiles if self.settings.memory.use_profile else None
+        if profiles is not None:
+            await profiles.apply_memories(draft.personal)
+        if self.settings.memory.supersede:  # after the profile: a superseded memory's facts go
+            own = [*draft.personal, *condensed]
+            for space in sorted({r.space for r in own}):
+                await marks.apply(
+                    self.spaces, self.db, space, {r.id for r in own}, profiles=profiles
+                )
 
     async def _drop_stale_facts(
         self,

@@ -64,9 +64,18 @@ async def inspect(
     lines = [f"{viewer.login} (user {viewer.user_id}): {len(memories)} memories"]
     for r in memories:
         origin = ",".join(r.origin_message_ids)
-        lines.append(f"{r.id}  [{r.kind.value}]  {r.text}  (turn {r.turn_id}, messages {origin})")
+        line = f"{r.id}  [{r.kind.value}]  {r.text}  (turn {r.turn_id}, messages {origin})"
+        lines.append(line + superseded(r))
     io.result(data, "\n".join(lines))
     return admin_io.OK
+
+
+def superseded(record: records.MemoryRecord) -> str:
+    """`` — superseded by <id> on 2026-11-08`` for a superseded memory, else nothing."""
+    if record.superseded_by is None:
+        return ""
+    on = f" on {record.superseded_at:%Y-%m-%d}" if record.superseded_at else ""
+    return f"  — superseded by {record.superseded_by}{on}"
 
 
 async def export(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory import errors, identity, models, sql
 from memory.adapters import postgres
-from memory.consolidate import consolidation, documents, viewer_lock
+from memory.consolidate import consolidation, documents, marks, viewer_lock
 from memory.consolidate import profile as profile_module
 from memory.ops import erasure
 from memory.spaces import lore, records
@@ -202,9 +202,14 @@ class Operations:
     async def search_own(
         self, user_id: str, text: str, *, limit: int = 3
     ) -> list[records.MemoryHit]:
-        """A viewer's memories closest to ``text`` (for "forget what I said about …")."""
+        """A viewer's memories closest to ``text`` (for "forget what I said about …"; superseded
+        ones too: they are erasable like any memory)."""
         return await self.spaces.search(
-            identity.personal_key(user_id), text, limit=limit, kinds=PERSONAL_KINDS
+            identity.personal_key(user_id),
+            text,
+            limit=limit,
+            kinds=PERSONAL_KINDS,
+            include_superseded=True,
         )
 
     # -- forgetting ------------------------------------------------------------------------
@@ -219,6 +224,9 @@ class Operations:
             await self._tombstone("memory", *doomed, conn=conn)
             await self.spaces.delete(record.space, doomed)
             await self.profiles.delete_memories(doomed)
+            await marks.apply(  # the marks it set go
+                self.spaces, self.db, record.space, actor=actor, profiles=self.profiles
+            )
         await self.audit(actor, "forget_memory", record.id, {"space": record.space})
         await self._invalidate([record.user_id] if record.user_id else [], record.space)
         return record
@@ -247,6 +255,9 @@ class Operations:
             where.append(identity.episodic_key(row["stream"]))
             removed = await self.spaces.delete_turn(turn_id, spaces=where)
             touched = await self.profiles.delete_turn(turn_id)
+            for user_id in row["user_ids"]:  # the marks the turn's memories set go with them
+                space = identity.personal_key(user_id)
+                await marks.apply(self.spaces, self.db, space, actor=actor, profiles=self.profiles)
         users = sorted(set(row["user_ids"]) | set(touched))
         await self.audit(
             actor, "forget_turn", turn_id, {"memories": removed, "stream": row["stream"]}
@@ -320,6 +331,14 @@ class Operations:
             await self.profiles.delete_memories([original.id, *doomed])
             if original.user_id and original.space == identity.personal_key(original.user_id):
                 await self.profiles.apply_memories([correction])
+                await marks.apply(
+                    self.spaces,
+                    self.db,
+                    original.space,
+                    {correction.id},
+                    actor=actor,
+                    profiles=self.profiles,
+                )
         await self.audit(
             actor, "correct", original.id, {"correction_id": correction.id, "space": original.space}
         )

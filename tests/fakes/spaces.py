@@ -129,6 +129,19 @@ class InMemorySpaces:
                 marked += 1
         return marked
 
+    async def unsupersede(self, space: str, ids: Sequence[str]) -> int:
+        spaces_module.space_kind(space)
+        points = self._spaces.get(space, {})
+        cleared = 0
+        for memory_id in dict.fromkeys(ids):
+            point = points.get(memory_id)
+            if point is not None and point.record.superseded_by is not None:
+                point.record = dataclasses.replace(
+                    point.record, superseded_by=None, superseded_at=None
+                )
+                cleared += 1
+        return cleared
+
     async def get(self, space: str, ids: Sequence[str]) -> builtins.list[records.MemoryRecord]:
         spaces_module.space_kind(space)
         points = self._spaces.get(space, {})
