@@ -52,7 +52,11 @@ SUPERSEDES = [
     ("studio ingegneria", "studio medicina", "slot:study"),
     ("lavoro per Ferrari", "lavoro presso Ducati", "slot:employer"),
     # the same subject, with a change cue
-    ("I study architecture", "I don't study architecture anymore, I switched to design", "subject"),
+    (
+        "I study architecture",
+        "I don't study architecture anymore, I switched to design",
+        "slot:study",  # the profile reads the switch as a new study value
+    ),
     ("I work at the café downtown", "quit the café, I'm a tester now", "subject"),
     ("I live in Rome", "I don't live in Rome anymore", "subject"),
     ("I play bass in a band", "I'm no longer in the band", "subject"),
