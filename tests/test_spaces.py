@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from memory import errors, identity, ports
-from memory.adapters import qdrant
+from memory.adapters import qdrant, qdrant_edge
 from memory.spaces import embedders, records
 from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
@@ -48,10 +49,16 @@ def record(space: str, text: str, **fields: Any) -> records.MemoryRecord:
     return records.MemoryRecord(**values)
 
 
-@pytest.fixture(params=["fake", "per_space", "shared", "per_space_folders"])
+@pytest.fixture(
+    params=["fake", "per_space", "shared", "per_space_folders", "edge_per_space", "edge_shared"]
+)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "fake":
         yield fake_spaces.InMemorySpaces()
+        return
+    if request.param.startswith("edge_"):  # Qdrant Edge on disk
+        async with edge_spaces(tmp_path, request.param.removeprefix("edge_")) as opened:
+            yield opened
         return
     # per_space_folders: embedded on disk, a local-mode folder per collection, at most 2 open
     layout = request.param.removesuffix("_folders")
@@ -62,6 +69,23 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     )
     async with opened:
         yield opened
+
+
+@contextlib.asynccontextmanager
+async def edge_spaces(
+    tmp_path: Path, layout: str, embedder: Any = None
+) -> AsyncIterator[qdrant.QdrantSpaces]:
+    """Memory spaces on Qdrant Edge in ``tmp_path / "edge"``, closed (shards included) on exit."""
+    client = qdrant_edge.EdgeClient(tmp_path / "edge")
+    try:
+        async with await qdrant.open_spaces(
+            settings(tmp_path, qdrant={"layout": layout}),
+            embedder or embedders.OfflineHashEmbedder(),
+            client=client,
+        ) as opened:
+            yield opened
+    finally:
+        await client.close()
 
 
 # -- contract ----------------------------------------------------------------------------------

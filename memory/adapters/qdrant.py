@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
-from memory.adapters import qdrant_collections, qdrant_hybrid, qdrant_local
+from memory.adapters import qdrant_collections, qdrant_edge, qdrant_hybrid, qdrant_local
 from memory.spaces import lexical
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
@@ -142,9 +142,11 @@ class QdrantSpaces:
 
     async def warm(self, spaces: Collection[str]) -> int:
         """Open the folders of ``spaces`` ahead of use (embedded Qdrant; a server needs nothing)."""
+        names = [self.collection(space) for space in spaces]
+        if isinstance(self.client, qdrant_edge.EdgeClient):
+            return await self.client.engine.warm(names)
         if not isinstance(self.client, qdrant_local.FolderClient):
             return 0
-        names = [self.collection(space) for space in spaces]
         return await self.client.router.warm(names)
 
     def collection(self, space: str) -> str:
@@ -256,11 +258,16 @@ class QdrantSpaces:
     async def vacuum(self, spaces: Collection[str]) -> int:
         """Embedded Qdrant keeps the bytes of deleted and replaced points in the free pages of each
         collection's SQLite file: rewrite those files (``qdrant_local.FolderRouter.vacuum``). A
-        Qdrant server drops them when it optimizes its segments (its vacuum thresholds)."""
+        Qdrant server drops them when it optimizes its segments (its vacuum thresholds). Qdrant
+        Edge rebuilds the shards from their live points (``qdrant_edge.EdgeEngine.vacuum``)."""
+        names = dict.fromkeys(self.collection(space) for space in spaces)
+        if isinstance(self.client, qdrant_edge.EdgeClient):
+            engine = self.client.engine
+            with qdrant_collections.wrap_errors("vacuum"):
+                return sum([await engine.vacuum(name) for name in names])
         router = getattr(self.client, "router", None)
         if not isinstance(router, qdrant_local.FolderRouter):
             return 0
-        names = dict.fromkeys(self.collection(space) for space in spaces)
         with qdrant_collections.wrap_errors("vacuum"):
             return sum([await router.vacuum(name) for name in names])
 

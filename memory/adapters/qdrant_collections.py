@@ -208,9 +208,13 @@ class Collections:
         """Payload indexes (used by a server; local mode ignores them and warns once)."""
         if isinstance(self.client, qdrant_local.FolderClient):
             return  # two more metadata rewrites on a viewer's first memory, for nothing
-        fields: list[tuple[str, qm.KeywordIndexParams]] = [
+        fields: list[tuple[str, qm.KeywordIndexParams | qm.DatetimeIndexParams]] = [
             ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
             ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
+            (
+                spaces_module.SAID_AT_KEY,
+                qm.DatetimeIndexParams(type=qm.DatetimeIndexType.DATETIME),
+            ),
         ]
         if self.shared:
             fields.append(
