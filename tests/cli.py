@@ -22,8 +22,10 @@ class Result:
 def run(
     *args: str, env: dict[str, str], cwd: Path, stdin: str | None = None, timeout: float = 120
 ) -> Result:
-    """``python -m <args>`` with only ``env`` (plus PATH/HOME) as its environment."""
+    """``python -m <args>`` with only ``env`` (plus PATH/HOME) as its environment, running this
+    checkout's code (``PYTHONPATH``: a shared virtualenv may have another checkout installed)."""
     base = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "TMPDIR"}}
+    base["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
         [sys.executable, "-m", *args],
         env={**base, **env},

@@ -49,9 +49,7 @@ def record(space: str, text: str, **fields: Any) -> records.MemoryRecord:
     return records.MemoryRecord(**values)
 
 
-@pytest.fixture(
-    params=["fake", "per_space", "shared", "per_space_folders", "edge_per_space", "edge_shared"]
-)
+@pytest.fixture(params=["fake", "per_space", "shared", "edge_per_space", "edge_shared"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "fake":
         yield fake_spaces.InMemorySpaces()
@@ -60,12 +58,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         async with edge_spaces(tmp_path, request.param.removeprefix("edge_")) as opened:
             yield opened
         return
-    # per_space_folders: embedded on disk, a local-mode folder per collection, at most 2 open
-    layout = request.param.removesuffix("_folders")
+    # qdrant-client's local mode in memory: the stand-in for a Qdrant server
     opened = await qdrant.open_spaces(
-        settings(tmp_path, qdrant={"layout": layout, "local_max_open": 2}),
+        settings(tmp_path, qdrant={"layout": request.param}),
         embedders.OfflineHashEmbedder(),
-        location=":memory:" if layout == request.param else str(tmp_path / "qdrant"),
+        location=":memory:",
     )
     async with opened:
         yield opened
@@ -308,7 +305,7 @@ async def test_persistent_local_mode_reopens_with_data(tmp_path: Path) -> None:
     first = record(ALICE, "I moved to Turin")
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         await s.upsert([first])
-    assert (tmp_path / "data" / "qdrant").is_dir()
+    assert (tmp_path / "data" / "qdrant-edge").is_dir()
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         assert await s.get(ALICE, [first.id]) == [first]
         assert (await s.search(ALICE, "Turin"))[0].record == first

@@ -6,19 +6,22 @@ memory rules over the server and the embedded store, which cannot drift apart. `
 a Qdrant Edge shard (``qdrant_edge.EdgeShard``: segments, HNSW, payload indexes, a write-ahead log)
 per collection in ``<root>/<collection>/``, with ``collection.json`` beside the segments holding what
 Edge does not: the collection's metadata (the embedder record), its vector schema and its payload
-indexes. ``edge_models`` translates qdrant-client's models to Edge's and back.
+indexes. ``edge_models`` translates qdrant-client's models to Edge's and back; ``edge_shards`` holds
+the blocking file work (locks, loading, side files, vacuum swaps).
 
 * **Off the event loop.** Edge has no async API, so shard calls run in ``asyncio.to_thread`` (the
   house rule against ``to_thread`` targets sync twins of async clients; here there is no async
   twin). A fused query of 10,000 points takes 0.4-1 ms, one of 100,000 1-2.5 ms, an optimize or a
   first load tens of ms: on the loop they would hold up chat and the per-source timeout.
 * **Durability.** Every update is in the WAL when ``update`` returns (a ``kill -9`` loses nothing:
-  the WAL replays on ``load``); segments are flushed on ``close`` and after a vacuum.
+  the WAL replays on ``load``); segments are flushed on ``close``, after a vacuum, and by a write
+  ``FLUSH_SECONDS`` after the shard's last flush (so the WAL a crash leaves to replay stays short).
 * **One process.** A root lock (``<root>/.lock``) refuses a second process with one line, and so
   does a shard's WAL lock if it is met anyway. Shards are closed on every exit path (``close``).
 * **Vacuum.** A deleted point's bytes stay in the WAL until it rotates, so ``vacuum`` rebuilds a
   shard from its live points (a new shard, swapped in by renames; an interrupted swap is finished
-  when the engine opens).
+  when the engine opens). Writes to the shard wait for it; reads go on in the old shard, which is
+  closed once none is in flight.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from typing import IO, TYPE_CHECKING, Any
 
 import qdrant_edge as edge
@@ -37,18 +41,16 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http import models as rest
 
-from memory import errors
-from memory.adapters import edge_models
+from memory.adapters import edge_models, edge_shards
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator
+    from collections.abc import AsyncIterator, Collection
     from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-SIDE_FILE = "collection.json"
-_VACUUM, _OLD = ".vacuum", ".old"
-_PAGE = 512
+#: a shard written to is flushed (segments to disk) at most this often, on a write
+FLUSH_SECONDS = 30.0
 
 
 class EdgeClient(AsyncQdrantClient):
@@ -60,24 +62,23 @@ class EdgeClient(AsyncQdrantClient):
         self._client = self.engine  # type: ignore[assignment]
 
 
-def in_use(root: Path) -> errors.StoreUnavailable:
-    return errors.StoreUnavailable(
-        f"the embedded Qdrant in {root} is in use by another process (a running bot or worker?): "
-        "stop it first, or set QDRANT_URL to share a Qdrant server"
-    )
-
-
 class EdgeEngine:
     """The Edge shards of one root; plays qdrant-client's ``_client`` role for ``EdgeClient``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._lock_file: IO[str] | None = _lock_root(root)
+        self._lock_file: IO[str] | None = edge_shards.lock_root(root)
         self._shards: dict[str, edge.EdgeShard] = {}
         self._sides: dict[str, dict[str, Any]] = {}
+        #: when each shard was last flushed (monotonic seconds)
+        self._flushed: dict[str, float] = {}
+        self._write_locks: dict[str, asyncio.Lock] = {}
+        #: calls in flight per shard, and the condition a vacuum waits on for them to end
+        self._inflight: dict[str, int] = {}
+        self._quiet = asyncio.Condition()
         self._opening = asyncio.Lock()
         try:
-            _finish_swaps(root)
+            edge_shards.finish_swaps(root)
         except BaseException:
             self._unlock()
             raise
@@ -114,9 +115,9 @@ class EdgeEngine:
         folder = self._folder(collection_name)
         shutil.rmtree(folder, ignore_errors=True)  # a creation cut short before its side file
         async with self._opening:
-            shard = await asyncio.to_thread(_create, folder, side)
+            shard = await asyncio.to_thread(edge_shards.create, folder, side)
             self._shards[collection_name] = shard
-        _write_side(folder, side)
+        edge_shards.write_side(folder, side)
         self._sides[collection_name] = side
         return True
 
@@ -125,7 +126,7 @@ class EdgeEngine:
     ) -> bool:
         side = self._side(collection_name)
         side["metadata"] = {**side["metadata"], **(metadata or {})}
-        _write_side(self._folder(collection_name), side)
+        edge_shards.write_side(self._folder(collection_name), side)
         return True
 
     async def delete_collection(self, collection_name: str, **kwargs: Any) -> bool:
@@ -144,7 +145,7 @@ class EdgeEngine:
         side = self._side(collection_name)
         side["indexes"][field_name] = edge_models.index_record(field_schema)
         await self._update(collection_name, edge_models.index_operation(field_name, side))
-        _write_side(self._folder(collection_name), side)
+        edge_shards.write_side(self._folder(collection_name), side)
         return _done()
 
     # -- points --------------------------------------------------------------------------------
@@ -175,17 +176,19 @@ class EdgeEngine:
         with_vectors: Any = False,
         **kwargs: Any,
     ) -> list[qm.Record]:
-        shard = await self._shard(collection_name)
         wanted = edge_models.ids(ids)
-        found = await asyncio.to_thread(shard.retrieve, wanted, bool(with_payload), with_vectors)
+        async with self._using(collection_name) as shard:
+            found = await asyncio.to_thread(
+                shard.retrieve, wanted, bool(with_payload), with_vectors
+            )
         return [edge_models.record(r) for r in found]
 
     async def count(
         self, collection_name: str, count_filter: Any = None, exact: bool = True, **kwargs: Any
     ) -> qm.CountResult:
-        shard = await self._shard(collection_name)
         request = edge.CountRequest(exact=True, filter=edge_models.filter_(count_filter))
-        return qm.CountResult(count=await asyncio.to_thread(shard.count, request))
+        async with self._using(collection_name) as shard:
+            return qm.CountResult(count=await asyncio.to_thread(shard.count, request))
 
     async def scroll(
         self,
@@ -197,7 +200,6 @@ class EdgeEngine:
         with_vectors: Any = False,
         **kwargs: Any,
     ) -> tuple[list[qm.Record], Any]:
-        shard = await self._shard(collection_name)
         request = edge.ScrollRequest(
             offset=str(offset) if offset is not None else None,
             limit=limit,
@@ -205,7 +207,8 @@ class EdgeEngine:
             with_payload=bool(with_payload),
             with_vector=with_vectors,
         )
-        found, after = await asyncio.to_thread(shard.scroll, request)
+        async with self._using(collection_name) as shard:
+            found, after = await asyncio.to_thread(shard.scroll, request)
         return [edge_models.record(r) for r in found], (None if after is None else str(after))
 
     async def facet(
@@ -216,11 +219,11 @@ class EdgeEngine:
         limit: int = 10,
         **kwargs: Any,
     ) -> qm.FacetResponse:
-        shard = await self._shard(collection_name)
         request = edge.FacetRequest(
             key=key, limit=limit, exact=True, filter=edge_models.filter_(facet_filter)
         )
-        response = await asyncio.to_thread(shard.facet, request)
+        async with self._using(collection_name) as shard:
+            response = await asyncio.to_thread(shard.facet, request)
         return qm.FacetResponse(
             hits=[qm.FacetValueHit(value=h.value, count=h.count) for h in response.hits]
         )
@@ -228,9 +231,9 @@ class EdgeEngine:
     async def query_points(
         self, collection_name: str, limit: int = 10, **kwargs: Any
     ) -> rest.QueryResponse:
-        shard = await self._shard(collection_name)
         request = edge_models.query_request(limit=limit, **kwargs)
-        found = await asyncio.to_thread(shard.query, request)
+        async with self._using(collection_name) as shard:
+            found = await asyncio.to_thread(shard.query, request)
         return rest.QueryResponse(points=[edge_models.scored(p) for p in found])
 
     # -- engine --------------------------------------------------------------------------------
@@ -243,19 +246,30 @@ class EdgeEngine:
             await self._shard(name)
         return len(wanted)
 
+    def open_names(self) -> list[str]:
+        return list(self._shards)
+
     async def vacuum(self, collection_name: str) -> int:
         """Rebuild a shard from its live points, so the bytes of deleted and replaced points
         (segments and WAL) are gone; returns 1 when a shard was rebuilt."""
         if not await self.collection_exists(collection_name):
             return 0
-        shard = await self._shard(collection_name)
         side = self._side(collection_name)
         folder = self._folder(collection_name)
-        async with self._opening:
-            await asyncio.to_thread(_rebuild, shard, folder, side)
-            self._shards.pop(collection_name, None)
-            await asyncio.to_thread(_swap, folder)
-            self._shards[collection_name] = await asyncio.to_thread(_load, folder, self.root)
+        async with self._writes(collection_name):  # no write may land in the old shard now
+            shard = await self._shard(collection_name)
+            await asyncio.to_thread(
+                edge_shards.rebuild, shard, folder, side
+            )  # reads go on meanwhile
+            async with self._opening:
+                self._shards.pop(collection_name, None)  # new calls wait for the new shard
+                async with self._quiet:
+                    await self._quiet.wait_for(lambda: not self._inflight.get(collection_name))
+                await asyncio.to_thread(shard.close)
+                await asyncio.to_thread(edge_shards.swap, folder)
+                self._shards[collection_name] = await asyncio.to_thread(
+                    edge_shards.load, folder, self.root
+                )
         return 1
 
     async def close(self, **kwargs: Any) -> None:
@@ -263,14 +277,34 @@ class EdgeEngine:
         try:
             while self._shards:
                 _, shard = self._shards.popitem()
-                await asyncio.to_thread(_close, shard)
+                await asyncio.to_thread(edge_shards.close, shard)
         finally:
             self._unlock()
 
     async def _update(self, name: str, operation: edge.UpdateOperation) -> None:
+        now = time.monotonic()
+        flush = now - self._flushed.setdefault(name, now) >= FLUSH_SECONDS
+        if flush:
+            self._flushed[name] = now
+        async with self._writes(name), self._using(name) as shard:
+            with edge_shards.translated(self.root):
+                await asyncio.to_thread(edge_shards.apply, shard, operation, flush)
+
+    def _writes(self, name: str) -> asyncio.Lock:
+        """Held by each write to shard ``name`` and by its vacuum (which must see them all)."""
+        return self._write_locks.setdefault(name, asyncio.Lock())
+
+    @contextlib.asynccontextmanager
+    async def _using(self, name: str) -> AsyncIterator[edge.EdgeShard]:
+        """Shard ``name`` for one call; a vacuum closes the old shard only once none is in flight."""
         shard = await self._shard(name)
-        with _translated(self.root):
-            await asyncio.to_thread(shard.update, operation)
+        self._inflight[name] = self._inflight.get(name, 0) + 1
+        try:
+            yield shard
+        finally:
+            self._inflight[name] -= 1
+            async with self._quiet:
+                self._quiet.notify_all()
 
     async def _shard(self, name: str) -> edge.EdgeShard:
         shard = self._shards.get(name)
@@ -280,7 +314,9 @@ class EdgeEngine:
             if name not in self._shards:
                 if not self._side_path(name).is_file():
                     raise ValueError(f"Collection {name} not found")
-                self._shards[name] = await asyncio.to_thread(_load, self._folder(name), self.root)
+                self._shards[name] = await asyncio.to_thread(
+                    edge_shards.load, self._folder(name), self.root
+                )
             return self._shards[name]
 
     def _side(self, name: str) -> dict[str, Any]:
@@ -292,12 +328,17 @@ class EdgeEngine:
         return self._sides[name]
 
     def _folder(self, name: str) -> Path:
-        if not name or "/" in name or name.startswith(".") or name.endswith((_VACUUM, _OLD)):
+        if (
+            not name
+            or "/" in name
+            or name.startswith(".")
+            or name.endswith((edge_shards.VACUUM, edge_shards.OLD))
+        ):
             raise ValueError(f"invalid collection name {name!r}")
         return self.root / name
 
     def _side_path(self, name: str) -> Path:
-        return self._folder(name) / SIDE_FILE
+        return self._folder(name) / edge_shards.SIDE_FILE
 
     def _unlock(self) -> None:
         if self._lock_file is not None:
@@ -308,102 +349,3 @@ class EdgeEngine:
 
 def _done() -> qm.UpdateResult:
     return qm.UpdateResult(operation_id=None, status=qm.UpdateStatus.COMPLETED)
-
-
-@contextlib.contextmanager
-def _translated(root: Path) -> Iterator[None]:
-    """Edge's errors: a WAL lock held elsewhere is the one-process rule; others stay errors."""
-    try:
-        yield
-    except Exception as exc:
-        if "WouldBlock" in str(exc):
-            raise in_use(root) from exc
-        if type(exc) is Exception:  # Edge's own error (service / storage)
-            raise errors.StoreUnavailable(f"embedded Qdrant (Edge): {exc}") from exc
-        raise
-
-
-def _lock_root(root: Path) -> IO[str]:
-    """One process at a time holds the embedded Qdrant."""
-    root.mkdir(parents=True, exist_ok=True)
-    handle = (root / ".lock").open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        handle.close()
-        raise in_use(root) from exc
-    return handle
-
-
-def _create(folder: Path, side: dict[str, Any]) -> edge.EdgeShard:
-    with _translated(folder.parent):
-        return edge.EdgeShard.create(str(folder), edge_models.config(side))
-
-
-def _load(folder: Path, root: Path) -> edge.EdgeShard:
-    with _translated(root):
-        return edge.EdgeShard.load(str(folder))
-
-
-def _close(shard: edge.EdgeShard) -> None:
-    try:
-        shard.flush()
-    finally:
-        shard.close()
-
-
-def _write_side(folder: Path, side: dict[str, Any]) -> None:
-    temporary = folder / f".{SIDE_FILE}.tmp"
-    temporary.write_text(json.dumps(side), encoding="utf-8")
-    os.replace(temporary, folder / SIDE_FILE)
-
-
-def _rebuild(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> None:
-    """Copy the live points of ``shard`` into a new shard beside it, then close both."""
-    target = folder.with_name(folder.name + _VACUUM)
-    shutil.rmtree(target, ignore_errors=True)
-    fresh = edge.EdgeShard.create(str(target), edge_models.config(side))
-    try:
-        for field in side["indexes"]:
-            fresh.update(edge_models.index_operation(field, side))
-        offset: Any = None
-        while True:
-            request = edge.ScrollRequest(
-                offset=offset, limit=_PAGE, with_payload=True, with_vector=True
-            )
-            found, offset = shard.scroll(request)
-            if found:
-                points = [edge.Point(r.id, r.vector or [], r.payload) for r in found]
-                fresh.update(edge.UpdateOperation.upsert_points(points))
-            if offset is None:
-                break
-        _write_side(target, side)
-    finally:
-        _close(fresh)
-    shard.close()
-
-
-def _swap(folder: Path) -> None:
-    """Put ``<folder>.vacuum`` in the place of ``folder`` (the old one removed)."""
-    old = folder.with_name(folder.name + _OLD)
-    folder.rename(old)
-    folder.with_name(folder.name + _VACUUM).rename(folder)
-    shutil.rmtree(old)
-
-
-def _finish_swaps(root: Path) -> None:
-    """Finish a vacuum swap a crash interrupted; drop a rebuild cut short (the original is intact)."""
-    for entry in sorted(root.iterdir()):
-        if entry.name.endswith(_OLD):
-            current = entry.with_name(entry.name.removesuffix(_OLD))
-            rebuilt = current.with_name(current.name + _VACUUM)
-            if not current.exists():
-                if (rebuilt / SIDE_FILE).is_file():
-                    rebuilt.rename(current)
-                else:
-                    entry.rename(current)
-                    continue
-            shutil.rmtree(entry)
-    for entry in sorted(root.iterdir()):
-        if entry.name.endswith(_VACUUM):
-            shutil.rmtree(entry)

@@ -327,24 +327,6 @@ async def ingest_cost(
     return rows
 
 
-async def folder_opening(data_dir: Path, folders: int = 50) -> dict[str, dict[str, float]]:
-    """Opening a viewer's folder the usual way (every point loaded) and from its snapshot, p50 /
-    p95 in ms over the first ``folders`` viewer folders that have a snapshot. The data folder's bot
-    must be stopped; nothing is written, so the snapshots stay current."""
-    from memory.adapters import qdrant_snapshot
-
-    spaces = data_dir / "qdrant" / "spaces"
-    names = sorted(p.parent.name for p in spaces.glob(f"*_viewer_*/{qdrant_snapshot.SNAPSHOT}"))
-    times: dict[str, list[float]] = {"usual": [], "snapshot": []}
-    for name in names[:folders]:
-        for way in ("usual", "snapshot"):
-            began = time.perf_counter()
-            local = qdrant_snapshot.open_folder(spaces / name, snapshot=way == "snapshot")
-            times[way].append((time.perf_counter() - began) * 1000)
-            await local.close()
-    return {w: {"p50": statistics.median(t), "p95": _pct(t, 0.95)} for w, t in times.items() if t}
-
-
 async def redis_vs_in_process(redis_url: str | None, messages: int = 200) -> dict[str, Any] | None:
     """Replay throughput of one-message turns (sync consolidation), Redis against in-process."""
     if not redis_url:

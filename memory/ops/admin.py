@@ -10,6 +10,7 @@
     python -m memory.admin jobs [--status failed] | jobs retry ID
     python -m memory.admin audit [--limit N]
     python -m memory.admin reembed --all | --space S | --viewer LOGIN [--force] [--limit N]
+    python -m memory.admin migrate-qdrant [--keep-old]
 
 Every subcommand takes ``--json``. The destructive ones (``forget``, ``correct``, ``lore load``)
 show what they will change and ask first: ``--yes`` skips the question, ``--dry-run`` only shows.
@@ -51,7 +52,7 @@ ACTOR = "admin:cli"
 #: subcommands that open only Postgres (no Qdrant folder lock)
 POSTGRES_ONLY = frozenset({"pause", "resume", "audit", "jobs", "list streams"})
 #: subcommands that open Qdrant themselves, without the embedder check (they fix a mismatch)
-OWN_QDRANT = frozenset({"reembed"})
+OWN_QDRANT = frozenset({"reembed", "migrate-qdrant"})
 
 
 class _NoSpaces:
@@ -222,6 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="embed at most N memories in this run, then stop (running it again continues)",
     )
     _destructive(reembed)
+
+    migration = add("migrate-qdrant", "move an older release's embedded store into Qdrant Edge")
+    migration.add_argument(
+        "--keep-old", action="store_true", help="keep the old folder (qdrant.local-mode) after it"
+    )
     return parser
 
 
