@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 ALICE, BOB = identity.personal_key("1001"), identity.personal_key("1002")
+STREAM = identity.episodic_key("s1")
 
 
 @pytest.mark.parametrize("layout", ["per_space", "shared"])
@@ -90,3 +91,16 @@ async def test_a_shard_held_elsewhere_is_the_one_line_in_use_error(tmp_path: Pat
     cfg = settings(tmp_path)
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as opened:
         assert isinstance(opened.client, qdrant_edge.EdgeClient) and opened.layout == "shared"
+
+
+async def test_the_shared_shards_load_at_start_so_no_turn_waits_for_them(tmp_path: Path) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin"), record(STREAM, "we talked")])
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        engine = spaces.client.engine  # type: ignore[attr-defined]
+        assert engine.open_names() == []  # opening reads the side files only
+        assert await spaces.preload() == 2
+        assert sorted(engine.open_names()) == ["lm_shared_stream", "lm_shared_viewer"]
+    async with edge_spaces(tmp_path / "per", "per_space") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin")])
+        assert await spaces.preload() == 0  # a shard per viewer loads when used

@@ -155,6 +155,16 @@ class QdrantSpaces:
             return 0
         return await self.client.engine.warm([self.collection(space) for space in spaces])
 
+    async def preload(self) -> int:
+        """Load the stored shards of the shared layout on Qdrant Edge before chat arrives (~0.2 s
+        per 30,000 memories, measured), so no viewer's first turn waits for it; 0 elsewhere
+        (a server, or a shard per viewer, loaded when used)."""
+        if not self.shared or not isinstance(self.client, qdrant_edge.EdgeClient):
+            return 0
+        names = await self._collections.managed()
+        with qdrant_collections.wrap_errors("open"):
+            return await self.client.engine.warm(names)
+
     def collection(self, space: str) -> str:
         """The collection that holds ``space``."""
         return self._collections.name(space)
