@@ -207,6 +207,7 @@ async def memory_stage(settings: Settings, viewers: int) -> dict[str, Any]:
     rng = random.Random(1)
     spaces = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     async with spaces:
+        await spaces.preload()  # as the bot does at start (embedded shared layout)
         profiles = bench_retrieval.MemoryProfiles([])
         plans = planner.Planner(settings, lore_entities=["Captain Nebula"])
         batches = bench_retrieval.make_batches(STAGE_TURNS, viewers, rng)
@@ -251,6 +252,7 @@ async def _window_pass(
     (to hold against the window: ``batch.window_seconds``)."""
     spaces = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     async with spaces:
+        await spaces.preload()  # as the bot does at start (embedded shared layout)
         profiles = bench_retrieval.MemoryProfiles([])
         ahead = prefetch.Prefetch(plans, spaces)
         totals: list[float] = []
