@@ -43,18 +43,16 @@ class RedisSettings(_Section):
 
 class QdrantSettings(_Section):
     api_key: SecretStr | None = None
-    #: ``per_space``: a collection per memory space (best for embedded local mode);
-    #: ``shared``: one collection per kind, partitioned by a tenant key (best for a Qdrant server)
-    layout: Literal["per_space", "shared"] = "per_space"
+    #: ``per_space``: a collection per memory space; ``shared``: one collection per kind,
+    #: partitioned by an indexed tenant key (what Qdrant recommends). Unset: ``shared`` embedded
+    #: (Qdrant Edge, measured in docs/evaluation.md), ``per_space`` on a server (as before)
+    layout: Literal["per_space", "shared"] | None = None
     collection_prefix: str = Field("lm", pattern=r"^[A-Za-z0-9-]{1,32}$")
     #: server mode: connection attempts at start-up before giving up, and the pause between them
     connect_attempts: int = Field(5, ge=1)
     connect_retry_seconds: float = Field(1.0, ge=0)
     #: seconds for one request to a Qdrant server
     timeout_seconds: float = Field(10.0, gt=0)
-    #: embedded Qdrant (a local-mode folder per collection): folders kept open at most; the least
-    #: recently used close beyond it
-    local_max_open: int = Field(128, ge=1)
 
 
 class OllamaSettings(_Section):
@@ -303,7 +301,7 @@ class Settings(BaseSettings):
     redis_url: SecretStr | None = Field(
         None, validation_alias=AliasChoices("REDIS_URL", "redis_url")
     )
-    #: Qdrant server URL; unset: embedded Qdrant (local mode) in ``<data_dir>/qdrant``
+    #: Qdrant server URL; unset: embedded Qdrant (Qdrant Edge) in ``<data_dir>/qdrant-edge``
     qdrant_url: str | None = Field(None, validation_alias=AliasChoices("QDRANT_URL", "qdrant_url"))
     ollama_host: str = Field(
         "http://127.0.0.1:11434", validation_alias=AliasChoices("OLLAMA_HOST", "ollama_host")

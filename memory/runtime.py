@@ -165,6 +165,7 @@ async def lifespan(
         embedder = await embedders.build_embedder(settings)
         memory_spaces = await qdrant.open_spaces(settings, embedder)
         stack.push_async_callback(memory_spaces.close)
+        await memory_spaces.preload()
         profiles = profile.ProfileStore(db)
         retriever = retrieval.build_retriever(
             settings,

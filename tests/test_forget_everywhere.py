@@ -21,6 +21,7 @@ import pytest
 
 from memory import migrate, models, session
 from memory import runtime as services_module
+from memory.adapters import qdrant_collections
 from memory.history import transcript
 from memory.ops import admin
 from tests import chatlines, scan
@@ -102,7 +103,7 @@ async def test_a_forgotten_viewers_words_are_nowhere(
             "turn_outcomes.report: " + secret,
         } <= set(stored), stored
     assert await scan.redis_hits(redis_url, prefix, secret) or not shared
-    assert scan.file_hits(settings.data_dir / "qdrant", secret)
+    assert scan.file_hits(qdrant_collections.embedded_root(settings), secret)
     recalled = [r for r in channel.reports if any(secret in i.text for i in r.recall)]
     assert recalled and recalled[-1].message_ids == ["m3"], "bob's question recalls it"
     assert secret in channel.prompts()

@@ -16,7 +16,7 @@ from memory.spaces import embedders, lexical, records
 from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
 from tests.fakes import spaces as fake_spaces
-from tests.test_spaces import record
+from tests.test_spaces import edge_spaces, record
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -36,11 +36,16 @@ class BlindEmbedder:
         return [[0.5, 0.5, 0.5, 0.5] for _ in texts]
 
 
-@pytest.fixture(params=["fake", "per_space", "shared"])
+@pytest.fixture(params=["fake", "per_space", "shared", "edge_per_space", "edge_shared"])
 async def blind(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     """Spaces whose dense half is useless: whatever they find, the sparse half found."""
     if request.param == "fake":
         yield fake_spaces.InMemorySpaces(BlindEmbedder())
+        return
+    if request.param.startswith("edge_"):
+        layout = request.param.removeprefix("edge_")
+        async with edge_spaces(tmp_path, layout, BlindEmbedder()) as opened:
+            yield opened
         return
     settings = IsolatedSettings(data_dir=tmp_path / "data", qdrant={"layout": request.param})
     opened = await qdrant.open_spaces(settings, BlindEmbedder(), location=":memory:")

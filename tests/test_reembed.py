@@ -211,7 +211,7 @@ async def test_an_interruption_while_swapping_keeps_every_memory_and_resumes(
 async def test_a_dense_only_collection_is_brought_to_hybrid_search(
     make_settings: SettingsFactory, db: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = make_settings()
+    settings = make_settings(qdrant={"layout": "per_space"})  # the layout of the old collection
     embedder = embedders.OfflineHashEmbedder()
     name = spaces_module.space_collection("lm", ALICE)
     client = qdrant_collections.make_client(settings, None)

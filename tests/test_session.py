@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ import pytest
 from memory import errors, identity, models, session
 from memory import runtime as services_module
 from memory.adapters import qdrant
-from tests import test_qdrant_folders
+from memory.spaces import records
 
 if TYPE_CHECKING:
     from tests.conftest import SettingsFactory
@@ -99,7 +100,20 @@ async def test_the_bot_serves_prometheus_metrics_of_its_turns(
 async def test_a_stored_message_opens_its_viewers_spaces_before_its_batch_closes(
     make_settings: SettingsFactory,
 ) -> None:
-    settings = make_settings(batch={"window_seconds": 60.0, "max_messages": 20})
+    settings = make_settings(  # a shard per viewer: warming opens it (Qdrant Edge)
+        batch={"window_seconds": 60.0, "max_messages": 20}, qdrant={"layout": "per_space"}
+    )
+
+    def memory(user_id: str, text: str) -> records.MemoryRecord:
+        return records.MemoryRecord(
+            id=str(uuid.uuid4()),
+            space=identity.personal_key(user_id),
+            kind=records.MemoryKind.PERSONAL,
+            text=text,
+            turn_id=f"turn-{user_id}",
+            user_id=user_id,
+            created_at=T0,
+        )
 
     async def deliver(report: models.TurnReport) -> None:
         return None
@@ -116,10 +130,10 @@ async def test_a_stored_message_opens_its_viewers_spaces_before_its_batch_closes
             await replay.feed(said(n, user_id, login, "hello"))  # known to the channel
         await replay.finish()
         for user_id in people:
-            await svc.spaces.upsert([test_qdrant_folders.memory(user_id, "I keep bees")])
+            await svc.spaces.upsert([memory(user_id, "I keep bees")])
     async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
         assert isinstance(svc.spaces, qdrant.QdrantSpaces) and svc.prefetch is not None
-        folders = svc.spaces.client.router  # type: ignore[attr-defined]
+        folders = svc.spaces.client.engine  # type: ignore[attr-defined]
         replay = session.Replay(svc, deliver)
         await replay.feed(said(10, "2001", "alice", "@bob do you still keep bees?"))
         await svc.prefetch.settle()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from memory import errors, identity, ports
-from memory.adapters import qdrant
+from memory.adapters import qdrant, qdrant_edge
 from memory.spaces import embedders, records
 from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
@@ -48,20 +49,40 @@ def record(space: str, text: str, **fields: Any) -> records.MemoryRecord:
     return records.MemoryRecord(**values)
 
 
-@pytest.fixture(params=["fake", "per_space", "shared", "per_space_folders"])
+@pytest.fixture(params=["fake", "per_space", "shared", "edge_per_space", "edge_shared"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "fake":
         yield fake_spaces.InMemorySpaces()
         return
-    # per_space_folders: embedded on disk, a local-mode folder per collection, at most 2 open
-    layout = request.param.removesuffix("_folders")
+    if request.param.startswith("edge_"):  # Qdrant Edge on disk
+        async with edge_spaces(tmp_path, request.param.removeprefix("edge_")) as opened:
+            yield opened
+        return
+    # qdrant-client's local mode in memory: the stand-in for a Qdrant server
     opened = await qdrant.open_spaces(
-        settings(tmp_path, qdrant={"layout": layout, "local_max_open": 2}),
+        settings(tmp_path, qdrant={"layout": request.param}),
         embedders.OfflineHashEmbedder(),
-        location=":memory:" if layout == request.param else str(tmp_path / "qdrant"),
+        location=":memory:",
     )
     async with opened:
         yield opened
+
+
+@contextlib.asynccontextmanager
+async def edge_spaces(
+    tmp_path: Path, layout: str, embedder: Any = None
+) -> AsyncIterator[qdrant.QdrantSpaces]:
+    """Memory spaces on Qdrant Edge in ``tmp_path / "edge"``, closed (shards included) on exit."""
+    client = qdrant_edge.EdgeClient(tmp_path / "edge")
+    try:
+        async with await qdrant.open_spaces(
+            settings(tmp_path, qdrant={"layout": layout}),
+            embedder or embedders.OfflineHashEmbedder(),
+            client=client,
+        ) as opened:
+            yield opened
+    finally:
+        await client.close()
 
 
 # -- contract ----------------------------------------------------------------------------------
@@ -284,7 +305,7 @@ async def test_persistent_local_mode_reopens_with_data(tmp_path: Path) -> None:
     first = record(ALICE, "I moved to Turin")
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         await s.upsert([first])
-    assert (tmp_path / "data" / "qdrant").is_dir()
+    assert (tmp_path / "data" / "qdrant-edge").is_dir()
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         assert await s.get(ALICE, [first.id]) == [first]
         assert (await s.search(ALICE, "Turin"))[0].record == first

@@ -22,7 +22,7 @@ from qdrant_client import models as qm
 from qdrant_client.http import exceptions as qdrant_exceptions
 
 from memory import errors, outage
-from memory.adapters import qdrant_local
+from memory.adapters import qdrant_edge
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
@@ -67,9 +67,25 @@ def _translate(action: str) -> Iterator[None]:
         raise errors.MemoryServiceError(f"Qdrant refused {action}: {exc}") from exc
 
 
+#: the embedded store's folder under the data folder (Qdrant Edge shards)
+EMBEDDED_FOLDER = "qdrant-edge"
+
+
+def embedded_root(settings: Settings) -> Path:
+    return settings.data_dir / EMBEDDED_FOLDER
+
+
+def layout(settings: Settings, client: AsyncQdrantClient) -> str:
+    """The configured layout; unset: ``shared`` on Qdrant Edge, ``per_space`` elsewhere."""
+    if settings.qdrant.layout is not None:
+        return settings.qdrant.layout
+    return "shared" if isinstance(client, qdrant_edge.EdgeClient) else "per_space"
+
+
 def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
-    """``":memory:"``, a server (``QDRANT_URL``), or embedded: a local-mode folder per collection
-    under ``location`` (default ``<data_dir>/qdrant``), opened when used (``qdrant_local``)."""
+    """``":memory:"`` (qdrant-client's local mode: the tests' stand-in for a server), a server
+    (``QDRANT_URL``), or embedded: Qdrant Edge shards under ``location`` (default
+    ``<data_dir>/qdrant-edge``)."""
     if location == ":memory:":
         return AsyncQdrantClient(location=":memory:")
     if location is None and settings.qdrant_url:
@@ -80,8 +96,8 @@ def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
             timeout=max(1, round(settings.qdrant.timeout_seconds)),
             check_compatibility=False,
         )
-    root = Path(location) if location is not None else settings.data_dir / "qdrant"
-    return qdrant_local.FolderClient(root, max_open=settings.qdrant.local_max_open)
+    root = Path(location) if location is not None else embedded_root(settings)
+    return qdrant_edge.EdgeClient(root)
 
 
 class Collections:
@@ -135,11 +151,8 @@ class Collections:
         def staged(name: str) -> bool:
             return name.startswith(f"{self.prefix}_") and spaces_module.is_staging(name)
 
-        if isinstance(self.client, qdrant_local.FolderClient):  # names first, not every folder
-            staging = self.client.router.collection_names(matching=staged)
-        else:
-            listed = await self.client.get_collections()
-            staging = sorted(c.name for c in listed.collections if staged(c.name))
+        listed = await self.client.get_collections()
+        staging = sorted(c.name for c in listed.collections if staged(c.name))
         if staging:
             raise errors.EmbedderMismatch(
                 f"a re-embedding did not finish ({len(staging)} collection(s) half-way, e.g. "
@@ -212,9 +225,7 @@ class Collections:
         logger.info("created Qdrant collection %s", name, extra={"action": "collection_created"})
 
     async def _index(self, name: str) -> None:
-        """Payload indexes (used by a server; local mode ignores them and warns once)."""
-        if isinstance(self.client, qdrant_local.FolderClient):
-            return  # two more metadata rewrites on a viewer's first memory, for nothing
+        """Payload indexes (a server's and Qdrant Edge's; local mode ignores them and warns once)."""
         fields: list[tuple[str, qm.KeywordIndexParams | qm.DatetimeIndexParams]] = [
             ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
             ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),

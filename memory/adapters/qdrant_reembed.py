@@ -354,7 +354,7 @@ async def open_reembedder(
         yield Reembedder(
             client,
             embedder,
-            layout=settings.qdrant.layout,
+            layout=qdrant_collections.layout(settings, client),
             prefix=settings.qdrant.collection_prefix,
         )
     finally:

@@ -207,6 +207,7 @@ async def memory_stage(settings: Settings, viewers: int) -> dict[str, Any]:
     rng = random.Random(1)
     spaces = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     async with spaces:
+        await spaces.preload()  # as the bot does at start (embedded shared layout)
         profiles = bench_retrieval.MemoryProfiles([])
         plans = planner.Planner(settings, lore_entities=["Captain Nebula"])
         batches = bench_retrieval.make_batches(STAGE_TURNS, viewers, rng)
@@ -251,6 +252,7 @@ async def _window_pass(
     (to hold against the window: ``batch.window_seconds``)."""
     spaces = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     async with spaces:
+        await spaces.preload()  # as the bot does at start (embedded shared layout)
         profiles = bench_retrieval.MemoryProfiles([])
         ahead = prefetch.Prefetch(plans, spaces)
         totals: list[float] = []
@@ -325,24 +327,6 @@ async def ingest_cost(
                      "ms_p95": _pct(per_message, 0.95)}
                 )  # fmt: skip
     return rows
-
-
-async def folder_opening(data_dir: Path, folders: int = 50) -> dict[str, dict[str, float]]:
-    """Opening a viewer's folder the usual way (every point loaded) and from its snapshot, p50 /
-    p95 in ms over the first ``folders`` viewer folders that have a snapshot. The data folder's bot
-    must be stopped; nothing is written, so the snapshots stay current."""
-    from memory.adapters import qdrant_snapshot
-
-    spaces = data_dir / "qdrant" / "spaces"
-    names = sorted(p.parent.name for p in spaces.glob(f"*_viewer_*/{qdrant_snapshot.SNAPSHOT}"))
-    times: dict[str, list[float]] = {"usual": [], "snapshot": []}
-    for name in names[:folders]:
-        for way in ("usual", "snapshot"):
-            began = time.perf_counter()
-            local = qdrant_snapshot.open_folder(spaces / name, snapshot=way == "snapshot")
-            times[way].append((time.perf_counter() - began) * 1000)
-            await local.close()
-    return {w: {"p50": statistics.median(t), "p95": _pct(t, 0.95)} for w, t in times.items() if t}
 
 
 async def redis_vs_in_process(redis_url: str | None, messages: int = 200) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@
     python -m memory.admin audit [--limit N]
     python -m memory.admin reembed --all | --space S | --viewer LOGIN [--force] [--limit N]
     python -m memory.admin sign-in-link
+    python -m memory.admin migrate-qdrant [--keep-old]
 
 Every subcommand takes ``--json``. The destructive ones (``forget``, ``correct``, ``lore load``)
 show what they will change and ask first: ``--yes`` skips the question, ``--dry-run`` only shows.
@@ -54,7 +55,7 @@ ACTOR = "admin:cli"
 #: subcommands that open only Postgres (no Qdrant folder lock)
 POSTGRES_ONLY = frozenset({"pause", "resume", "audit", "jobs", "list streams"})
 #: subcommands that open Qdrant themselves, without the embedder check (they fix a mismatch)
-OWN_QDRANT = frozenset({"reembed"})
+OWN_QDRANT = frozenset({"reembed", "migrate-qdrant"})
 #: subcommands only a running bot answers (``memory.ops.control_server``)
 IN_BOT_ONLY = frozenset({"sign-in-link"})
 
@@ -230,6 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "sign-in-link",
         "a new one-time sign-in link for the dashboard a running bot serves (--web, no Twitch app)",
+    )
+
+    migration = add("migrate-qdrant", "move an older release's embedded store into Qdrant Edge")
+    migration.add_argument(
+        "--keep-old", action="store_true", help="keep the old folder (qdrant.local-mode) after it"
     )
     return parser
 

@@ -140,4 +140,32 @@ def _pending_note(pending: list[str]) -> str:
     )
 
 
-HANDLERS: dict[str, admin_io.Handler] = {"reembed": reembed}
+async def migrate_qdrant(
+    services: admin_io.AdminServices, args: argparse.Namespace, io: admin_io.Io
+) -> int:
+    """Move an older release's embedded store (qdrant-client local mode) into Qdrant Edge (what
+    the first start does too: ``memory.adapters.qdrant_migrate``)."""
+    from memory.adapters import qdrant_migrate
+
+    report = await qdrant_migrate.migrate(
+        services.settings, keep_old=args.keep_old, progress=io.stderr
+    )
+    if report is None:
+        io.result({"migrated": False}, "nothing to migrate: no embedded store of an older release")
+        return admin_io.OK
+    result = {
+        "migrated": True,
+        "collections": report.collections,
+        "memories": report.memories,
+        "copied": report.copied,
+        "spaces": len(report.ids),
+    }
+    io.result(
+        result,
+        f"migrated {report.memories} memories of {len(report.ids)} spaces into Qdrant Edge "
+        f"({report.copied} copied now)",
+    )
+    return admin_io.OK
+
+
+HANDLERS: dict[str, admin_io.Handler] = {"reembed": reembed, "migrate-qdrant": migrate_qdrant}

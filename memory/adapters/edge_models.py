@@ -1,0 +1,285 @@
+"""qdrant-client's models to Qdrant Edge's and back, for ``qdrant_edge.EdgeEngine``.
+
+Only what the memory adapters send is translated (named or unnamed dense vectors, sparse vectors,
+keyword / datetime payload indexes, match / range / is-empty / has-id conditions, nearest queries
+and their prefetches fused by RRF or DBSF); anything else fails loudly with ``NotImplementedError``
+instead of being half-translated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import qdrant_edge as edge
+from qdrant_client import models as qm
+
+_DISTANCES = {
+    qm.Distance.COSINE: edge.Distance.Cosine,
+    qm.Distance.DOT: edge.Distance.Dot,
+    qm.Distance.EUCLID: edge.Distance.Euclid,
+    qm.Distance.MANHATTAN: edge.Distance.Manhattan,
+}
+_SCHEMAS = {
+    "keyword": edge.PayloadSchemaType.Keyword,
+    "integer": edge.PayloadSchemaType.Integer,
+    "float": edge.PayloadSchemaType.Float,
+    "bool": edge.PayloadSchemaType.Bool,
+    "datetime": edge.PayloadSchemaType.Datetime,
+    "uuid": edge.PayloadSchemaType.Uuid,
+}
+
+# -- collections -------------------------------------------------------------------------------
+
+
+def side_record(vectors: Any, sparse: Any, metadata: Any) -> dict[str, Any]:
+    """What ``collection.json`` keeps of a ``create_collection`` call."""
+    dense = vectors if isinstance(vectors, dict) else {"": vectors}
+    return {
+        "vectors": {
+            name: {"size": p.size, "distance": qm.Distance(p.distance).value}
+            for name, p in dense.items()
+        },
+        "sparse": {
+            name: {"idf": p.modifier == qm.Modifier.IDF} for name, p in (sparse or {}).items()
+        },
+        "metadata": dict(metadata or {}),
+        "indexes": {},
+    }
+
+
+def config(side: dict[str, Any]) -> edge.EdgeConfig:
+    vectors = {
+        name: edge.EdgeVectorParams(size=v["size"], distance=_DISTANCES[qm.Distance(v["distance"])])
+        for name, v in side["vectors"].items()
+    }
+    sparse = {
+        name: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf if s["idf"] else None)
+        for name, s in side["sparse"].items()
+    }
+    return edge.EdgeConfig(
+        vectors=vectors[""] if list(vectors) == [""] else vectors, sparse_vectors=sparse or None
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Params:
+    vectors: Any
+    sparse_vectors: dict[str, qm.SparseVectorParams]
+
+
+@dataclass(frozen=True, slots=True)
+class _Config:
+    params: _Params
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """The part of ``qm.CollectionInfo`` the adapters read."""
+
+    config: _Config
+    points_count: int | None = None
+
+
+def collection_info(side: dict[str, Any]) -> CollectionInfo:
+    dense = {
+        name: qm.VectorParams(size=v["size"], distance=qm.Distance(v["distance"]))
+        for name, v in side["vectors"].items()
+    }
+    sparse = {
+        name: qm.SparseVectorParams(modifier=qm.Modifier.IDF if s["idf"] else None)
+        for name, s in side["sparse"].items()
+    }
+    params = _Params(vectors=dense.get("") if list(dense) == [""] else dense, sparse_vectors=sparse)
+    return CollectionInfo(config=_Config(params=params, metadata=dict(side["metadata"])))
+
+
+def index_record(schema: Any) -> dict[str, Any]:
+    if isinstance(schema, qm.KeywordIndexParams):
+        return {"type": "keyword", "is_tenant": bool(schema.is_tenant)}
+    if isinstance(schema, qm.DatetimeIndexParams):
+        return {"type": "datetime"}
+    value = schema.value if isinstance(schema, qm.PayloadSchemaType) else str(schema)
+    if value not in _SCHEMAS:
+        raise NotImplementedError(f"Qdrant Edge adapter: payload index {schema!r}")
+    return {"type": value}
+
+
+def index_operation(name: str, side: dict[str, Any]) -> edge.UpdateOperation:
+    index = side["indexes"][name]
+    if index["type"] == "keyword" and index.get("is_tenant"):
+        return edge.UpdateOperation.create_field_index(
+            name, edge.KeywordIndexParams(is_tenant=True)
+        )
+    return edge.UpdateOperation.create_field_index(name, _SCHEMAS[index["type"]])
+
+
+# -- points ------------------------------------------------------------------------------------
+
+
+def ids(points: Any) -> list[edge.PointId]:
+    return [str(i) for i in points]
+
+
+def _vector_in(vector: Any) -> Any:
+    if isinstance(vector, dict):
+        return {name: _vector_in(v) for name, v in vector.items()}
+    if isinstance(vector, qm.SparseVector):
+        return edge.SparseVector(list(vector.indices), list(vector.values))
+    return list(vector)
+
+
+def _vector_out(vector: Any) -> Any:
+    if isinstance(vector, dict):
+        return {name: _vector_out(v) for name, v in vector.items()}
+    if isinstance(vector, edge.SparseVector):
+        return qm.SparseVector(indices=list(vector.indices), values=list(vector.values))
+    return vector
+
+
+def point(struct: qm.PointStruct) -> edge.Point:
+    return edge.Point(str(struct.id), _vector_in(struct.vector), dict(struct.payload or {}))
+
+
+def record(found: edge.Record) -> qm.Record:
+    return qm.Record(id=str(found.id), payload=found.payload, vector=_vector_out(found.vector))
+
+
+def scored(found: edge.ScoredPoint) -> qm.ScoredPoint:
+    return qm.ScoredPoint(
+        id=str(found.id),
+        version=found.version,
+        score=found.score,
+        payload=found.payload,
+        vector=_vector_out(found.vector),
+    )
+
+
+def delete_operation(selector: Any) -> edge.UpdateOperation:
+    if isinstance(selector, qm.PointIdsList):
+        return edge.UpdateOperation.delete_points(ids(selector.points))
+    if isinstance(selector, qm.FilterSelector | qm.Filter):
+        where = selector.filter if isinstance(selector, qm.FilterSelector) else selector
+        return edge.UpdateOperation.delete_points_by_filter(filter_(where) or edge.Filter())
+    return edge.UpdateOperation.delete_points(ids(selector))
+
+
+# -- filters -----------------------------------------------------------------------------------
+
+
+def filter_(where: qm.Filter | None) -> edge.Filter | None:
+    if where is None:
+        return None
+
+    def each(conditions: Any) -> list[Any] | None:
+        if conditions is None:
+            return None
+        listed = conditions if isinstance(conditions, list) else [conditions]
+        return [_condition(c) for c in listed]
+
+    if where.min_should is not None:
+        raise NotImplementedError("Qdrant Edge adapter: min_should")
+    return edge.Filter(
+        must=each(where.must), should=each(where.should), must_not=each(where.must_not)
+    )
+
+
+def _condition(condition: Any) -> Any:
+    if isinstance(condition, qm.Filter):
+        return filter_(condition)
+    if isinstance(condition, qm.IsEmptyCondition):
+        return edge.IsEmptyCondition(condition.is_empty.key)
+    if isinstance(condition, qm.IsNullCondition):
+        return edge.IsNullCondition(condition.is_null.key)
+    if isinstance(condition, qm.HasIdCondition):
+        return edge.HasIdCondition({str(i) for i in condition.has_id})
+    if isinstance(condition, qm.FieldCondition):
+        return edge.FieldCondition(
+            condition.key, match=_match(condition.match), range=_range(condition.range)
+        )
+    raise NotImplementedError(f"Qdrant Edge adapter: condition {condition!r}")
+
+
+def _match(match: Any) -> Any:
+    if match is None:
+        return None
+    if isinstance(match, qm.MatchValue):
+        return edge.MatchValue(match.value)
+    if isinstance(match, qm.MatchAny):
+        values: Any = list(match.any)
+        return edge.MatchAny(values)
+    if isinstance(match, qm.MatchExcept):
+        excepted: Any = list(match.except_)
+        return edge.MatchExcept(excepted)
+    raise NotImplementedError(f"Qdrant Edge adapter: match {match!r}")
+
+
+def _range(bounds: Any) -> Any:
+    if bounds is None:
+        return None
+    if isinstance(bounds, qm.DatetimeRange):
+
+        def iso(moment: date | str | None) -> str | None:
+            return moment.isoformat() if isinstance(moment, date) else moment
+
+        return edge.RangeDateTime(
+            gte=iso(bounds.gte), gt=iso(bounds.gt), lte=iso(bounds.lte), lt=iso(bounds.lt)
+        )
+    return edge.RangeFloat(gte=bounds.gte, gt=bounds.gt, lte=bounds.lte, lt=bounds.lt)
+
+
+# -- queries -----------------------------------------------------------------------------------
+
+
+def _query(query: Any, using: str | None) -> Any:
+    if query is None:
+        return None
+    if isinstance(query, qm.NearestQuery):
+        query = query.nearest
+    if isinstance(query, qm.FusionQuery):
+        return edge.Fusion.Dbsf() if query.fusion == qm.Fusion.DBSF else edge.Fusion.Rrf(k=2)
+    if isinstance(query, qm.RrfQuery):
+        return edge.Fusion.Rrf(k=query.rrf.k or 2, weights=query.rrf.weights)
+    if isinstance(query, qm.SparseVector | list):
+        return edge.Query.Nearest(_vector_in(query), using=using or None)
+    raise NotImplementedError(f"Qdrant Edge adapter: query {query!r}")
+
+
+def _prefetch(stage: qm.Prefetch) -> edge.Prefetch:
+    inner = stage.prefetch
+    nested = inner if isinstance(inner, list) else ([inner] if inner is not None else [])
+    return edge.Prefetch(
+        limit=stage.limit or 10,
+        query=_query(stage.query, stage.using),
+        prefetches=[_prefetch(p) for p in nested] or None,
+        filter=filter_(stage.filter),
+        score_threshold=stage.score_threshold,
+    )
+
+
+def query_request(
+    *,
+    limit: int,
+    query: Any = None,
+    prefetch: Any = None,
+    query_filter: qm.Filter | None = None,
+    using: str | None = None,
+    with_payload: Any = True,
+    with_vectors: Any = False,
+    score_threshold: float | None = None,
+    offset: int | None = None,
+    **unused: Any,
+) -> edge.QueryRequest:
+    stages = prefetch if isinstance(prefetch, list) else ([prefetch] if prefetch else [])
+    return edge.QueryRequest(
+        limit=limit,
+        offset=offset,
+        query=_query(query, using),
+        prefetches=[_prefetch(p) for p in stages] or None,
+        with_vector=with_vectors if isinstance(with_vectors, bool | list) else False,
+        with_payload=with_payload if isinstance(with_payload, bool | list) else True,
+        filter=filter_(query_filter),
+        score_threshold=score_threshold,
+    )

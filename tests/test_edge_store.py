@@ -1,0 +1,106 @@
+"""Qdrant Edge as the embedded store: what only it does (vacuum, swaps, its one-process rule)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+import qdrant_edge as edge
+
+from memory import errors, identity
+from memory.adapters import qdrant, qdrant_edge
+from memory.spaces import embedders
+from tests import scan
+from tests.test_spaces import edge_spaces, record, settings
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+ALICE, BOB = identity.personal_key("1001"), identity.personal_key("1002")
+STREAM = identity.episodic_key("s1")
+
+
+@pytest.mark.parametrize("layout", ["per_space", "shared"])
+async def test_vacuum_leaves_no_byte_of_a_deleted_memory_in_segments_or_wal(
+    tmp_path: Path, layout: str
+) -> None:
+    secret = f"zq{uuid.uuid4().hex[:12]}"
+    async with edge_spaces(tmp_path, layout) as spaces:
+        gone = record(ALICE, f"my secret word is {secret}")
+        kept = record(BOB, "I live in Turin")
+        await spaces.upsert([gone, kept])
+        assert await spaces.delete(ALICE, [gone.id]) == 1
+        assert scan.file_hits(tmp_path / "edge", secret)  # the WAL still holds the upsert
+        assert await spaces.vacuum([ALICE]) == 1
+        assert scan.file_hits(tmp_path / "edge", secret) == []
+        assert [h.record.id for h in await spaces.search(BOB, "Turin")] == [kept.id]
+    async with edge_spaces(tmp_path, layout) as spaces:  # and the rebuilt shard reopens
+        assert await spaces.get(BOB, [kept.id]) == [kept]
+        assert await spaces.count(ALICE) == 0
+    assert scan.file_hits(tmp_path / "edge", secret) == []
+
+
+async def test_writes_and_reads_during_a_vacuum_are_kept(tmp_path: Path) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, f"memory {i} about Turin") for i in range(300)])
+        late = [record(BOB, f"late memory {i}") for i in range(20)]
+        searches = [spaces.search(ALICE, "Turin") for _ in range(20)]
+        vacuumed, *results = await asyncio.gather(
+            spaces.vacuum([ALICE]), *(spaces.upsert([r]) for r in late), *searches
+        )
+        assert vacuumed == 1
+        assert [len(hits) for hits in results[len(late) :] if isinstance(hits, list)] == [5] * 20
+        assert await spaces.count(BOB) == len(late)
+        assert await spaces.count(ALICE) == 300
+
+
+async def test_an_interrupted_vacuum_swap_is_finished_when_the_store_opens(tmp_path: Path) -> None:
+    memory = record(ALICE, "I live in Turin")
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([memory])
+        name = spaces.collection(ALICE)
+    shard = tmp_path / "edge" / name
+    shutil.copytree(shard, shard.with_name(name + ".vacuum"))  # rebuilt, then cut before the swap
+    shard.rename(shard.with_name(name + ".old"))
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.get(ALICE, [memory.id]) == [memory]
+    assert sorted(p.name for p in (tmp_path / "edge").iterdir() if name in p.name) == [name]
+    shutil.copytree(shard, shard.with_name(name + ".vacuum"))  # a rebuild cut short: dropped
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.count(ALICE) == 1
+    assert not shard.with_name(name + ".vacuum").exists()
+
+
+async def test_a_shard_held_elsewhere_is_the_one_line_in_use_error(tmp_path: Path) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin")])
+        name = spaces.collection(ALICE)
+    held = edge.EdgeShard.load(str(tmp_path / "edge" / name))  # the WAL lock, not the root's
+    try:
+        with pytest.raises(errors.StoreUnavailable, match="in use by another process"):
+            async with edge_spaces(tmp_path, "shared") as spaces:
+                await spaces.count(ALICE)
+    finally:
+        held.close()
+    with pytest.raises(errors.StoreUnavailable, match="in use by another process"):
+        async with edge_spaces(tmp_path, "shared"):
+            qdrant_edge.EdgeClient(tmp_path / "edge")  # the root lock
+    cfg = settings(tmp_path)
+    async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as opened:
+        assert isinstance(opened.client, qdrant_edge.EdgeClient) and opened.layout == "shared"
+
+
+async def test_the_shared_shards_load_at_start_so_no_turn_waits_for_them(tmp_path: Path) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin"), record(STREAM, "we talked")])
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        engine = spaces.client.engine  # type: ignore[attr-defined]
+        assert engine.open_names() == []  # opening reads the side files only
+        assert await spaces.preload() == 2
+        assert sorted(engine.open_names()) == ["lm_shared_stream", "lm_shared_viewer"]
+    async with edge_spaces(tmp_path / "per", "per_space") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin")])
+        assert await spaces.preload() == 0  # a shard per viewer loads when used
