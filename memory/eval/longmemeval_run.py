@@ -252,11 +252,17 @@ async def evaluate(
 
 
 def system_ranking(channel: longmemeval.Channel, turn: models.TurnReport) -> Ranking:
-    """The question turn's recall items in prompt order, each as the turns it covers."""
-    return [
-        frozenset(channel.turn_of[m] for m in item.origin_message_ids if m in channel.turn_of)
-        for item in turn.recall
-    ]
+    """The question turn's recall items in prompt order, each as the turns it covers: those of
+    its origin messages and, for an episode that shows the bot's reply, the assistant turns of
+    that reply."""
+    return [_covered(channel, item) for item in turn.recall]
+
+
+def _covered(channel: longmemeval.Channel, item: models.RecallItem) -> frozenset[str]:
+    turns = {channel.turn_of[m] for m in item.origin_message_ids if m in channel.turn_of}
+    if item.reply:
+        turns.update(t for m in item.origin_message_ids for t in channel.reply_turns.get(m, ()))
+    return frozenset(turns)
 
 
 async def peer_rankings(
