@@ -136,11 +136,12 @@ def _clean(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 
 def _shown_text(item: models.RecallItem) -> str:
     """An item's words as the block shows them; an episode's reply after its viewer lines,
-    labelled as the bot's own (``REPLY_LABEL``), each half of the item's characters at least."""
+    labelled as the bot's own (``REPLY_LABEL``): the viewer lines at most half of the item's
+    characters, the reply the rest."""
     if not item.reply:
         return _clean(item.said)
     said = _clean(item.said, MAX_ITEM_CHARS // 2)
-    room = max(MAX_ITEM_CHARS - len(said) - len(REPLY_LABEL), MAX_ITEM_CHARS // 2)
+    room = MAX_ITEM_CHARS - len(said) - len(REPLY_LABEL)
     return f"{said}{REPLY_LABEL}{_clean(item.reply, room)}"
 
 
