@@ -192,3 +192,11 @@ def test_an_episode_line_gives_the_bots_reply_its_share_and_is_kept_beside_the_s
     asked = context.assemble(outcomes, [], token_budget=800)
     assert [i.memory_id for i in asked.items] == ["e1"]
     assert asked.block.splitlines()[1] == "## Earlier on stream"
+
+
+def test_a_fresh_calendar_knows_no_earlier_stream() -> None:
+    viewers = directory.ViewerDirectory()
+    viewers.register("1001", "alice", stream="s0", at=NOW - WEEK)
+    viewers.forget_streams()
+    assert viewers.earlier("s1", before=NOW, limit=5) == []
+    assert viewers.lookup("alice") == ("alice", "1001")  # the viewers stay

@@ -6,7 +6,9 @@ pipeline's model is ``ScriptedReplies``, which answers each haystack turn with t
 recorded words, so they are the bot's own replies (journaled with the turn, kept in its episode),
 never a viewer's message. Each channel's consolidation runs before its question, in queue order,
 as ``python -m bot import`` runs it at the end of a backfill; the question is then the first turn of
-a fresh stream.
+a fresh stream. The channels of one data folder share its stores, never a stream calendar: it
+starts afresh with each channel, so "last stream" and the earlier streams a question searches
+are that channel's.
 
 Scoring: the recall items of the question's turn in prompt order (``report.recall``, the order of
 the memory block); an item covers the turns its origin messages are parts of, and the sessions of
@@ -143,6 +145,8 @@ async def replay(
     async with runtime.lifespan(settings, no_llm=True) as services:
         runner = session.Replay(services, deliver, commands=None)
         for number, channel in enumerate(channels, start=1):
+            if services.viewers is not None:  # each haystack is a channel: its streams only
+                services.viewers.forget_streams()
             texts = {e.id: runner.redact(e).text for e in channel.events}
             model = ScriptedReplies((texts[m], reply) for m, reply in channel.replies)
             services.pipeline.model = model
