@@ -200,3 +200,25 @@ def test_a_fresh_calendar_knows_no_earlier_stream() -> None:
     viewers.forget_streams()
     assert viewers.earlier("s1", before=NOW, limit=5) == []
     assert viewers.lookup("alice") == ("alice", "1001")  # the viewers stay
+
+
+def test_past_episodes_get_what_the_viewers_lines_leave_of_the_budget() -> None:
+    lines = tuple(
+        models.RecallItem(source="recall", space="viewer-alice", viewer="alice",
+                          memory_id=f"m{n}", text=f"my memory number {n} " + "x" * 260,
+                          origin_message_ids=(f"a{n}",), score=0.1)
+        for n in range(12)
+    )  # fmt: skip
+    past = models.RecallItem(source="earlier", space="stream-s0", viewer=None, memory_id="e",
+                             text="alice: something else " + "y" * 260, score=1.4)  # fmt: skip
+    outcomes = [
+        context.SourceOutcome(source=models.PlannedSource(kind="recall", viewer="alice"),
+                              items=lines),
+        context.SourceOutcome(source=models.PlannedSource(kind=earlier.KIND), items=(past,)),
+    ]  # fmt: skip
+
+    full = context.assemble(outcomes, [], token_budget=800)
+    roomy = context.assemble(outcomes, [], token_budget=3000)
+
+    assert "e" not in [i.memory_id for i in full.items] and len(full.items) >= 10
+    assert [i.memory_id for i in roomy.items][-1] == "e"

@@ -60,6 +60,10 @@ EXPLICIT_PROFILE = 2.0
 #: an episode holding the bot's reply, for a question about what the bot said ("you
 #: recommended…", ``PlannedSource.bot_words``), ranks above every other hit by this much
 BOT_WORDS_FIRST = 2.0
+#: an episode of an earlier stream, for any other question, ranks below every hit and profile
+#: fact: it gets what the budget leaves (LongMemEval, 40 questions of the four other types: at its
+#: search score, turn recall_all@10 0.725 → 0.575, past episodes crowding out the viewer's lines)
+EARLIER_AFTER = -2.0
 #: kinds whose items are about the stream or the channel, not about one viewer
 STREAM_WIDE = frozenset({"episodic", "earlier", "lore", "state"})
 #: kinds whose items are episodes (this stream's, or the channel's earlier streams')
@@ -176,6 +180,12 @@ def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem
                 dataclasses.replace(item, score=BOT_WORDS_FIRST + item.score)
                 if item.reply
                 else item
+                for item in outcome.items
+            )
+            continue
+        if outcome.source.kind == "earlier":  # otherwise past streams fill what is left
+            items.extend(
+                dataclasses.replace(item, score=EARLIER_AFTER + item.score / 100)
                 for item in outcome.items
             )
             continue
