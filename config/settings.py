@@ -94,6 +94,9 @@ class MemorySettings(_Section):
     max_viewers: int = Field(3, ge=1, le=5)
     #: items returned per recall query
     recall_limit: int = Field(10, ge=1)
+    #: the channel's earlier streams whose episodes a question to the bot also searches (the
+    #: ``earlier`` source, the latest first; 0: none)
+    earlier_streams: int = Field(60, ge=0)
     #: cache TTLs per kind, seconds
     profile_ttl_seconds: int = Field(600, ge=0)
     recall_ttl_seconds: int = Field(60, ge=0)

@@ -129,7 +129,7 @@ class MemoryMetrics:
 
 
 #: timing keys of the memory stage without a viewer part (``model`` and others are not memory)
-_STAGE_KINDS = frozenset({"profile", "recall", "episodic", "lore", "state"})
+_STAGE_KINDS = frozenset({"profile", "recall", "episodic", "earlier", "lore", "state"})
 
 
 class ReliabilityMetrics:

@@ -270,6 +270,9 @@ class PlannedSource:
     #: the stream whose episodes an ``episodic`` source searches (None: the batch's; a question
     #: about the last stream: the previous one)
     stream: str | None = None
+    #: an episode source for a question about what the bot said ("you recommended…", "remind
+    #: me…"): its episodes that hold the bot's reply rank first (``memory.recall.context``)
+    bot_words: bool = False
 
     @property
     def key(self) -> str:
@@ -301,6 +304,7 @@ class Plan:
                     "window": _window_json(s.window),
                     "past": s.past,
                     "stream": s.stream,
+                    "bot_words": s.bot_words,
                 }
                 for s in self.sources
             ],
@@ -335,6 +339,20 @@ class RecallItem:
     stream: str | None = None
     #: a newer statement of the same viewer supersedes it (shown only for a question about the past)
     superseded: bool = False
+    #: an episode with the bot's reply: ``text`` from this character on is the bot's own words
+    #: (shown labelled as the bot's, never a viewer's); None: no reply in it. An offset, not a
+    #: second text, so erasing the item's text in a stored report erases the reply too
+    reply_at: int | None = None
+
+    @property
+    def said(self) -> str:
+        """The text without the bot's reply (an episode: its viewer lines)."""
+        return self.text if self.reply_at is None else self.text[: self.reply_at].rstrip()
+
+    @property
+    def reply(self) -> str:
+        """The bot's reply of an episode item ("" when none)."""
+        return "" if self.reply_at is None else self.text[self.reply_at :].strip()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -348,6 +366,7 @@ class RecallItem:
             "said_at": _iso(self.said_at),
             "stream": self.stream,
             "superseded": self.superseded,
+            "reply_at": self.reply_at,
         }
 
     @classmethod
@@ -364,6 +383,7 @@ class RecallItem:
             said_at=datetime.fromisoformat(said_at) if said_at else None,
             stream=data.get("stream"),
             superseded=bool(data.get("superseded", False)),
+            reply_at=data.get("reply_at"),
         )
 
 

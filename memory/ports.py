@@ -165,6 +165,20 @@ class MemorySpaces(Protocol):
         ``include_superseded`` (a question about the past)."""
         ...
 
+    async def search_spaces(
+        self,
+        spaces: Sequence[str],
+        query: str,
+        *,
+        limit: int = 5,
+        kinds: Collection[records.MemoryKind] | None = None,
+        window: records.TimeWindow | None = None,
+    ) -> list[records.MemoryHit]:
+        """The best ``limit`` current memories of several spaces of one kind (the episodes of a
+        channel's earlier streams), ranked as if they were one space: the query embedded once;
+        in the shared layout one query filtered by a set of tenants."""
+        ...
+
     async def supersede(self, space: str, ids: Sequence[str], *, by: str, at: datetime) -> int:
         """Mark memories of ``space`` superseded by the newer memory ``by`` (``superseded_by``,
         ``superseded_at`` on the stored points); returns how many were marked. Marking again

@@ -167,6 +167,8 @@ async def lifespan(
         stack.push_async_callback(memory_spaces.close)
         await memory_spaces.preload()
         profiles = profile.ProfileStore(db)
+        # the bot's viewer directory, also its stream calendar (the planner's and ``earlier``'s)
+        viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
         retriever = retrieval.build_retriever(
             settings,
             spaces=memory_spaces,
@@ -174,6 +176,7 @@ async def lifespan(
             cache=shared_cache,
             state=sources.state_fetcher(db),
             metrics=metrics,
+            streams=viewers,
         )
         ops = operations.Operations(
             db,
@@ -203,7 +206,6 @@ async def lifespan(
             )
             if role in ("bot", "worker"):
                 await retention.start(db, settings)
-        viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()
         redactor = redaction.Redactor(settings.redaction) if settings.redaction.enabled else None
         reply_state = reply_module.ReplyState(db)
         reply_policy = reply_module.ReplyPolicy(

@@ -4,6 +4,7 @@ cases, the scripted replies, the peers, and the CLI run on the fixture kept at a
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from datetime import UTC, datetime, timedelta
@@ -243,3 +244,28 @@ def test_locomo_s_temporal_category_is_reported_on_its_own(
     lines = capsys.readouterr().out.splitlines()
     assert any("cat2 (temporal)" in line and "0.500" in line for line in lines)
     assert any("cat4 (single-hop)" in line for line in lines)
+
+
+def test_an_episode_covers_the_assistant_turns_of_the_reply_it_shows(
+    channels: dict[str, longmemeval.Channel],
+) -> None:
+    ssa = channels["fx_ssa"]
+    assert ssa.reply_turns["lme1-s1-t1-p0"] == ("lme1-s1-t2",)
+
+    def episode(text: str, reply_at: int | None) -> models.RecallItem:
+        return models.RecallItem(source="earlier", space="stream-lme1-s1", viewer=None,
+                                 memory_id="e", text=text, reply_at=reply_at,
+                                 origin_message_ids=("lme1-s1-t1-p0",))  # fmt: skip
+
+    shown = episode("lmeviewer1: any series?\nTry The Expanse", 24)
+    hidden = episode("lmeviewer1: any series?", None)  # an episode stored without the reply
+    erased = dataclasses.replace(shown, text="[erased]")  # a report after erasure
+    turn = models.TurnReport(turn_id="t", stream="lme1-q", message_ids=["lme1-q"],
+                             recall=[shown, hidden, erased])  # fmt: skip
+    ranking = longmemeval_run.system_ranking(ssa, turn)
+    assert ranking == [{"lme1-s1-t1", "lme1-s1-t2"}, {"lme1-s1-t1"}, {"lme1-s1-t1"}]
+    assert (shown.said, shown.reply, erased.reply) == (
+        "lmeviewer1: any series?",
+        "Try The Expanse",
+        "",
+    )

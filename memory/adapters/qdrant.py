@@ -31,6 +31,7 @@ from memory.adapters import (
     qdrant_edge,
     qdrant_hybrid,
     qdrant_migrate,
+    qdrant_multi,
 )
 from memory.spaces import lexical
 from memory.spaces import records as memory_records
@@ -55,23 +56,6 @@ def _scope(space: str, shared: bool) -> list[qm.Condition]:
     if not shared:
         return []
     return [qm.FieldCondition(key=spaces_module.TENANT_KEY, match=qm.MatchValue(value=space))]
-
-
-def _current(
-    window: memory_records.TimeWindow | None, include_superseded: bool
-) -> list[qm.Condition]:
-    """The payload conditions of a search's time window and of "not superseded"."""
-    conditions: list[qm.Condition] = []
-    if not include_superseded:  # no mark: the key is missing or null
-        conditions.append(qm.IsEmptyCondition(is_empty=qm.PayloadField(key="superseded_by")))
-    if window is not None and (window.since or window.until):
-        conditions.append(
-            qm.FieldCondition(
-                key=spaces_module.SAID_AT_KEY,
-                range=qm.DatetimeRange(gte=window.since, lt=window.until),
-            )
-        )
-    return conditions
 
 
 def _filter(conditions: Sequence[qm.Condition]) -> qm.Filter | None:
@@ -176,7 +160,7 @@ class QdrantSpaces:
             spaces_module.validate_record(record)
         if not records:
             return
-        vectors = await self.embedder.embed([r.text for r in records])
+        vectors = await self.embedder.embed([r.search_text for r in records])
         groups: dict[str, list[tuple[memory_records.MemoryRecord, list[float]]]] = {}
         for record, vector in zip(records, vectors, strict=True):
             groups.setdefault(record.space, []).append((record, vector))
@@ -418,7 +402,10 @@ class QdrantSpaces:
         async def search(name: str) -> builtins.list[memory_records.MemoryHit]:
             [vector] = await self.embedder.embed([query])
             fetch = spaces_module.fetch_size(limit)
-            scope = [*_scope(space, self.shared), *_current(window, include_superseded)]
+            scope = [
+                *_scope(space, self.shared),
+                *qdrant_hybrid.current(window, include_superseded),
+            ]
             sparse = lexical.query(query) if self._collections.hybrid(name) else None
             candidates = await self._query(name, vector, sparse, fetch, scope)
             if kinds is not None and len(candidates) == fetch:
@@ -438,6 +425,27 @@ class QdrantSpaces:
             return []
         return await self._read(space, "search", search, [])
 
+    async def search_spaces(
+        self,
+        spaces: Sequence[str],
+        query: str,
+        *,
+        limit: int = 5,
+        kinds: Collection[memory_records.MemoryKind] | None = None,
+        window: memory_records.TimeWindow | None = None,
+    ) -> builtins.list[memory_records.MemoryHit]:
+        """One ranking over several spaces of a kind (``qdrant_multi``)."""
+        return await qdrant_multi.search_spaces(
+            self.client,
+            self._collections,
+            self.embedder,
+            spaces,
+            query,
+            limit=limit,
+            kinds=kinds,
+            window=window,
+        )
+
     async def _query(
         self,
         name: str,
@@ -449,14 +457,7 @@ class QdrantSpaces:
         points = await qdrant_hybrid.query(
             self.client, name, vector, sparse, fetch, _filter(conditions)
         )
-        return [
-            spaces_module.Candidate(
-                record=spaces_module.from_payload(p.payload or {}),
-                score=p.score,
-                corrected_by=(p.payload or {}).get(spaces_module.CORRECTED_BY_KEY),
-            )
-            for p in points
-        ]
+        return qdrant_hybrid.candidates(points)
 
     async def _corrections(
         self, name: str, space: str, candidates: Sequence[spaces_module.Candidate]

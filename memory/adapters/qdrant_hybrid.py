@@ -12,18 +12,50 @@ from typing import TYPE_CHECKING, Any
 from qdrant_client import models as qm
 
 from memory.spaces import lexical
+from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from qdrant_client import AsyncQdrantClient
 
     from memory.spaces import records as memory_records
+
+
+def current(
+    window: memory_records.TimeWindow | None, include_superseded: bool
+) -> list[qm.Condition]:
+    """The payload conditions of a search's time window and of "not superseded"."""
+    conditions: list[qm.Condition] = []
+    if not include_superseded:  # no mark: the key is missing or null
+        conditions.append(qm.IsEmptyCondition(is_empty=qm.PayloadField(key="superseded_by")))
+    if window is not None and (window.since or window.until):
+        conditions.append(
+            qm.FieldCondition(
+                key=spaces_module.SAID_AT_KEY,
+                range=qm.DatetimeRange(gte=window.since, lt=window.until),
+            )
+        )
+    return conditions
+
+
+def candidates(points: Sequence[qm.ScoredPoint]) -> list[spaces_module.Candidate]:
+    """Scored points as ranking candidates (with the correction mark of the stored point)."""
+    return [
+        spaces_module.Candidate(
+            record=spaces_module.from_payload(p.payload or {}),
+            score=p.score,
+            corrected_by=(p.payload or {}).get(spaces_module.CORRECTED_BY_KEY),
+        )
+        for p in points
+    ]
 
 
 def point_vector(hybrid: bool, record: memory_records.MemoryRecord, dense: list[float]) -> Any:
     """What a point of ``record`` stores: both vectors in a hybrid collection, else the dense one."""
     if not hybrid:
         return dense
-    indices, values = lexical.document(record.text, record.login, record.context_terms)
+    indices, values = lexical.document(record.search_text, record.login, record.context_terms)
     return {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
 
 

@@ -275,7 +275,9 @@ class Reembedder:
 
     async def _write(self, staging: str, points: Sequence[qm.Record]) -> None:
         payloads = [dict(p.payload or {}) for p in points]
-        vectors = await self.embedder.embed([str(p.get("text", "")) for p in payloads])
+        texts = [spaces_module.from_payload(p).search_text if "kind" in p else str(p.get("text", ""))
+                 for p in payloads]  # fmt: skip
+        vectors = await self.embedder.embed(texts)
         structs = [
             qm.PointStruct(
                 id=point.id,

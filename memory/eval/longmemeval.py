@@ -85,6 +85,9 @@ class Channel:
     user_turns: Mapping[str, bool]
     #: turn id → full text (the peers rank whole turns)
     texts: Mapping[str, str]
+    #: message id of a turn's last part → the assistant turns of the reply it received (an
+    #: episode that shows the bot's reply covers them)
+    reply_turns: Mapping[str, tuple[str, ...]]
 
     @property
     def streams(self) -> list[str]:
@@ -122,13 +125,14 @@ class _Builder:
     session_of: dict[str, str]
     user_turns: dict[str, bool]
     texts: dict[str, str]
+    reply_turns: dict[str, tuple[str, ...]]
 
     def session(self, number: int, key: str, turns: Sequence[Mapping[str, Any]], ts: datetime,
                 date: datetime) -> datetime:  # fmt: skip
         """Add one session as a stream starting at ``ts``; returns when it ended."""
         stream = f"{self.prefix}-s{number}"
         last_user: str | None = None
-        pending: list[str] = []
+        pending: list[tuple[str, str]] = []
         for index, turn in enumerate(turns):
             turn_id = f"{stream}-t{index}"
             role, content = str(turn["role"]), str(turn["content"])
@@ -141,7 +145,7 @@ class _Builder:
                 self.evidence.append(EvidenceTurn(id=turn_id, role=role, session_id=session_id(key),
                                                   date=date, parts=tuple(parts)))  # fmt: skip
             if role != "user":
-                pending.append(content)  # the bot's reply to the last user turn
+                pending.append((turn_id, content))  # the bot's reply to the last user turn
                 continue
             self._flush(last_user, pending)
             ts += TURN_SPACING
@@ -155,11 +159,12 @@ class _Builder:
         self._flush(last_user, pending)
         return ts
 
-    def _flush(self, last_user: str | None, pending: list[str]) -> None:
+    def _flush(self, last_user: str | None, pending: list[tuple[str, str]]) -> None:
         """The bot's reply to the user turn ending with ``last_user`` (a session the bot opens
         has no turn to reply to: those words are not replayed)."""
         if last_user is not None and pending:
-            self.replies.append((last_user, "\n\n".join(pending)))
+            self.replies.append((last_user, "\n\n".join(text for _, text in pending)))
+            self.reply_turns[last_user] = tuple(turn for turn, _ in pending)
         pending.clear()
 
 
@@ -170,7 +175,7 @@ def convert(
     prefix = f"lme{index}"
     user_id = str(USER_ID_BASE + index)
     login = f"lmeviewer{index}"
-    builder = _Builder(prefix, user_id, login, [], [], [], {}, {}, {}, {})
+    builder = _Builder(prefix, user_id, login, [], [], [], {}, {}, {}, {}, {})
     dated = sorted(
         zip(question["haystack_dates"], question["haystack_session_keys"], strict=True),
         key=lambda pair: parse_date(pair[0]),
@@ -195,7 +200,7 @@ def convert(
         evidence=tuple(builder.evidence),
         answer_session_ids=frozenset(str(s) for s in question.get("answer_session_ids", ())),
         turn_of=builder.turn_of, session_of=builder.session_of, user_turns=builder.user_turns,
-        texts=builder.texts,
+        texts=builder.texts, reply_turns=builder.reply_turns,
     )  # fmt: skip
 
 

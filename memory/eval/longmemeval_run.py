@@ -6,7 +6,9 @@ pipeline's model is ``ScriptedReplies``, which answers each haystack turn with t
 recorded words, so they are the bot's own replies (journaled with the turn, kept in its episode),
 never a viewer's message. Each channel's consolidation runs before its question, in queue order,
 as ``python -m bot import`` runs it at the end of a backfill; the question is then the first turn of
-a fresh stream.
+a fresh stream. The channels of one data folder share its stores, never a stream calendar: it
+starts afresh with each channel, so "last stream" and the earlier streams a question searches
+are that channel's.
 
 Scoring: the recall items of the question's turn in prompt order (``report.recall``, the order of
 the memory block); an item covers the turns its origin messages are parts of, and the sessions of
@@ -143,6 +145,8 @@ async def replay(
     async with runtime.lifespan(settings, no_llm=True) as services:
         runner = session.Replay(services, deliver, commands=None)
         for number, channel in enumerate(channels, start=1):
+            if services.viewers is not None:  # each haystack is a channel: its streams only
+                services.viewers.forget_streams()
             texts = {e.id: runner.redact(e).text for e in channel.events}
             model = ScriptedReplies((texts[m], reply) for m, reply in channel.replies)
             services.pipeline.model = model
@@ -252,11 +256,17 @@ async def evaluate(
 
 
 def system_ranking(channel: longmemeval.Channel, turn: models.TurnReport) -> Ranking:
-    """The question turn's recall items in prompt order, each as the turns it covers."""
-    return [
-        frozenset(channel.turn_of[m] for m in item.origin_message_ids if m in channel.turn_of)
-        for item in turn.recall
-    ]
+    """The question turn's recall items in prompt order, each as the turns it covers: those of
+    its origin messages and, for an episode that shows the bot's reply, the assistant turns of
+    that reply."""
+    return [_covered(channel, item) for item in turn.recall]
+
+
+def _covered(channel: longmemeval.Channel, item: models.RecallItem) -> frozenset[str]:
+    turns = {channel.turn_of[m] for m in item.origin_message_ids if m in channel.turn_of}
+    if item.reply:
+        turns.update(t for m in item.origin_message_ids for t in channel.reply_turns.get(m, ()))
+    return frozenset(turns)
 
 
 async def peer_rankings(

@@ -45,21 +45,35 @@ RULE_LINE = (
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("viewer", "What viewers told us (most relevant first)"),
     ("episodic", "Earlier on stream"),
+    ("earlier", "Past streams"),
     ("lore", "Lore"),
     ("state", "Channel state (canonical)"),
 )
 #: the section of each source kind (others: their own)
 SECTION_OF = {"profile": "viewer", "recall": "viewer"}
 #: on equal scores, which kinds get the budget first (state always does: it is canonical)
-PRIORITY = ("state", "profile", "recall", "episodic", "lore")
+PRIORITY = ("state", "profile", "recall", "episodic", "earlier", "lore")
 #: a profile fact no search hit repeats ranks below every hit (by this much)
 UNMATCHED_PROFILE = -1.0
 #: a profile fact of a viewer who asked what the bot knows about them ranks above every hit
 EXPLICIT_PROFILE = 2.0
+#: an episode holding the bot's reply, for a question about what the bot said ("you
+#: recommended…", ``PlannedSource.bot_words``), ranks above every other hit by this much
+BOT_WORDS_FIRST = 2.0
+#: an episode of an earlier stream, for any other question, ranks below every hit and profile
+#: fact: it gets what the budget leaves (LongMemEval, 40 questions of the four other types: at its
+#: search score, turn recall_all@10 0.725 → 0.575, past episodes crowding out the viewer's lines)
+EARLIER_AFTER = -2.0
 #: kinds whose items are about the stream or the channel, not about one viewer
-STREAM_WIDE = frozenset({"episodic", "lore", "state"})
-#: one item never takes more than this many characters of the block
+STREAM_WIDE = frozenset({"episodic", "earlier", "lore", "state"})
+#: kinds whose items are episodes (this stream's, or the channel's earlier streams')
+EPISODIC = frozenset({"episodic", "earlier"})
+#: one item never takes more than this many characters of the block (an episode with the bot's
+#: reply: this much for its viewer lines and this much for the reply)
 MAX_ITEM_CHARS = 300
+#: what precedes the bot's own words in an episode line: the block is the bot's prompt, so its
+#: reply is "you"; never a viewer's login
+REPLY_LABEL = " → you replied: "
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -116,18 +130,30 @@ def _overlaps(norm: str, other: str) -> bool:
     return len(a) >= 3 and len(b) >= 3 and len(a & b) / len(a | b) >= 0.8
 
 
-def _clean(text: str) -> str:
+def _clean(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     """One line, no markdown headings a memory could use to pose as a section."""
     line = " ".join(text.split()).lstrip("#").strip()
-    if len(line) > MAX_ITEM_CHARS:
-        line = line[: MAX_ITEM_CHARS - 1].rstrip() + "…"
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
     return line
+
+
+def _shown_text(item: models.RecallItem) -> str:
+    """An item's words as the block shows them; an episode's reply after its viewer lines,
+    labelled as the bot's own (``REPLY_LABEL``): the viewer lines at most half of the item's
+    characters, the reply the rest."""
+    if not item.reply:
+        return _clean(item.said)
+    said = _clean(item.said, MAX_ITEM_CHARS // 2)
+    room = MAX_ITEM_CHARS - len(said) - len(REPLY_LABEL)
+    return f"{said}{REPLY_LABEL}{_clean(item.reply, room)}"
 
 
 def _label(item: models.RecallItem) -> str:
     if item.viewer:
         return item.viewer
-    return {"episodic": "stream", "lore": "lore", "state": "channel"}.get(item.source, item.source)
+    labels = {"episodic": "stream", "earlier": "stream", "lore": "lore", "state": "channel"}
+    return labels.get(item.source, item.source)
 
 
 def _line(item: models.RecallItem, clock: timelabel.ChatClock | None = None) -> str:
@@ -135,7 +161,7 @@ def _line(item: models.RecallItem, clock: timelabel.ChatClock | None = None) -> 
     with no time, channel state and lore, and any item when no clock is given: who only)."""
     when = timelabel.label(item, clock) if clock is not None else ""
     label = f"{_label(item)} · {when}" if when else _label(item)
-    return f"- [{label}] {_clean(item.text)}"
+    return f"- [{label}] {_shown_text(item)}"
 
 
 def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
@@ -149,6 +175,20 @@ def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem
                 )
     items: list[models.RecallItem] = []
     for outcome in outcomes:
+        if outcome.source.bot_words:  # asked what the bot said: episodes with its reply first
+            items.extend(
+                dataclasses.replace(item, score=BOT_WORDS_FIRST + item.score)
+                if item.reply
+                else item
+                for item in outcome.items
+            )
+            continue
+        if outcome.source.kind == "earlier":  # otherwise past streams fill what is left
+            items.extend(
+                dataclasses.replace(item, score=EARLIER_AFTER + item.score / 100)
+                for item in outcome.items
+            )
+            continue
         if outcome.source.kind != "profile":
             items.extend(outcome.items)
             continue
@@ -203,14 +243,25 @@ def _select(
 
 def _without_shown_episodes(ranked: Sequence[models.RecallItem]) -> list[models.RecallItem]:
     """Drop an episode whose lines the viewers' own memories ranked above it already show (the
-    one-line episode of a recalled statement adds nothing but tokens)."""
+    one-line episode of a recalled statement adds nothing but tokens), and a recalled statement
+    that an episode shown first with the bot's reply (``BOT_WORDS_FIRST``) already shows."""
     shown: set[str] = set()
+    #: the messages of the episodes shown first for a question about what the bot said
+    replied: set[str] = set()
     kept: list[models.RecallItem] = []
     for item in ranked:
+        if item.source == "recall" and replied.issuperset(item.origin_message_ids or ("",)):
+            continue  # that episode shows the viewer's line already, with the bot's reply
+        if item.source in EPISODIC and item.reply and item.score >= BOT_WORDS_FIRST:
+            replied.update(item.origin_message_ids)
         if item.source in SECTION_OF:
             shown.update(item.origin_message_ids)
-        elif item.source == "episodic" and shown.issuperset(item.origin_message_ids or ("",)):
-            continue
+        elif (
+            item.source in EPISODIC
+            and not item.reply
+            and shown.issuperset(item.origin_message_ids or ("",))
+        ):
+            continue  # an episode with the bot's reply still adds the reply
         kept.append(item)
     return kept
 
@@ -288,7 +339,9 @@ def assemble(
         chosen.append(item)
     if not chosen and not notices:
         return Assembled()
-    ordered, block = _render(chosen, notices, clock)
+    # asked what the bot said: the episodes (holding its replies) come before the viewer section
+    first = EPISODIC if any(o.source.bot_words for o in outcomes) else frozenset()
+    ordered, block = _render(chosen, notices, clock, first=first)
     return Assembled(items=ordered, block=block, tokens_estimate=models.estimate_tokens(block))
 
 
@@ -307,6 +360,8 @@ def _render(
     chosen: Iterable[models.RecallItem],
     notices: dict[str, list[str]],
     clock: timelabel.ChatClock | None,
+    *,
+    first: frozenset[str] = frozenset(),
 ) -> tuple[list[models.RecallItem], str]:
     by_kind: dict[str, list[models.RecallItem]] = {}
     for item in chosen:
@@ -314,7 +369,8 @@ def _render(
     sectioned: dict[str, list[str]] = {}
     for kind, extra in notices.items():
         sectioned.setdefault(SECTION_OF.get(kind, kind), []).extend(extra)
-    kinds = [kind for kind, _ in SECTIONS]
+    kinds = [kind for kind, _ in SECTIONS if kind in first]
+    kinds += [kind for kind, _ in SECTIONS if kind not in first]
     kinds += sorted(k for k in {*by_kind, *sectioned} if k not in kinds)
     lines = [RULE_LINE]
     ordered: list[models.RecallItem] = []

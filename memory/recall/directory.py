@@ -118,6 +118,17 @@ class ViewerDirectory:
         earlier = [(k, *s) for k, s in self._spans.items() if k != stream and s[1] < before]
         return max(earlier, key=lambda found: found[2], default=None)
 
+    def forget_streams(self) -> None:
+        """Start the stream calendar afresh (an evaluation that replays several channels into one
+        store: each channel's calendar holds its own streams only)."""
+        self._spans.clear()
+
+    def earlier(self, stream: str, *, before: datetime, limit: int) -> list[str]:
+        """Up to ``limit`` other streams that started before ``before``, the latest-ended first
+        (the streams whose episodes the ``earlier`` source searches)."""
+        found = [(s[1], k) for k, s in self._spans.items() if k != stream and s[0] < before]
+        return [k for _, k in sorted(found, reverse=True)[:limit]]
+
 
 async def load(
     transcript: transcript_module.Transcript, *, limit: int = DEFAULT_LIMIT

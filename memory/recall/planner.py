@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import identity, models
-from memory.recall import context, directory, timewords
+from memory.recall import context, directory, earlier, timewords
 from memory.recall import planner_words as lexicon
 
 if TYPE_CHECKING:
@@ -200,7 +200,8 @@ class Planner:
             texts = candidate.texts or [mention.text for mention in candidate.mentions]
             sources.extend(timewords.scoped(planned, when, texts))
         chat = [event.text for event in batch.chat]
-        sources.extend(timewords.scoped(self._stream_sources(batch, history), when, chat))
+        stream_sources = timewords.scoped(self._stream_sources(batch, history), when, chat)
+        sources.extend(earlier.planned(stream_sources, when, chat))  # and earlier streams
         viewers = tuple(
             models.PlannedViewer(
                 login=c.login, user_id=c.user_id, score=c.score, signals=c.ordered_signals()
@@ -419,6 +420,7 @@ class Planner:
             _has(norm, lexicon.TIME_REFERENCE)
             or (question and _has(norm, lexicon.WEAK_TIME_REFERENCE))
             or (_has(norm, lexicon.REMEMBER_REFERENCE) and not self_recall)
+            or (words & self.bot_words and earlier.asks_bot_words(text))
         ):
             return content_terms(norm, exclude=self.bot_words)
         return None

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from memory import models, outage
 from memory.recall import cache as cache_module
-from memory.recall import context, sources, timelabel
+from memory.recall import context, earlier, sources, timelabel
 from memory.spaces import records
 
 if TYPE_CHECKING:
@@ -296,6 +296,7 @@ class Retriever:
         dropped = await self.cache.delete_prefix(prefix)
         if everywhere:
             dropped += await self.invalidate_kind("episodic")
+            dropped += await self.invalidate_kind(earlier.KIND)
         return dropped
 
     async def invalidate_kind(self, kind: str) -> int:
@@ -318,7 +319,21 @@ def build_retriever(
     cache: ports.Cache,
     state: sources.SourceFetcher | None = None,
     metrics: metrics_module.MemoryMetrics | None = None,
+    streams: earlier.Streams | None = None,
 ) -> Retriever:
-    """The retriever with the default sources (profile, recall, episodic, lore; state when given)."""
+    """The retriever with the default sources (profile, recall, episodic, lore; state when given;
+    the episodes of the channel's earlier streams when its stream calendar is given)."""
     registry = sources.default_registry(settings, spaces=spaces, profiles=profiles, state=state)
+    if streams is not None:
+        fetch = earlier.EarlierEpisodes(
+            spaces,
+            streams,
+            limit=settings.memory.recall_limit,
+            max_streams=settings.memory.earlier_streams,
+        )
+        # the latest streams before the batch's: the result depends on the stream (and its TTL
+        # is the episodes'; forgetting a viewer drops it with them)
+        registry.register(
+            earlier.KIND, fetch, ttl_seconds=settings.memory.episodic_ttl_seconds, scope="stream"
+        )
     return Retriever(settings, registry=registry, cache=cache, metrics=metrics)

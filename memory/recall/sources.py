@@ -119,20 +119,24 @@ class SourceRegistry:
         return sorted(self._specs)
 
 
-def _item(source: str, space: str, viewer: str | None, hit: records.MemoryHit) -> models.RecallItem:
+def item(source: str, space: str, viewer: str | None, hit: records.MemoryHit) -> models.RecallItem:
+    """A search hit as a recall item; an episode's reply (``MemoryRecord.reply``) follows its
+    viewer lines in the text, from ``reply_at`` on."""
     record = hit.record
+    reply = record.reply
     return models.RecallItem(
         source=source,
         space=space,
         viewer=viewer,
         memory_id=record.id,
-        text=record.text,
+        text=f"{record.text}\n{reply}" if reply else record.text,
         origin_message_ids=tuple(record.origin_message_ids),
         score=hit.score,
         # lore is canon: it has no age worth a label
         said_at=None if source == "lore" else record.said_at,
         stream=record.stream,
         superseded=record.superseded_by is not None,
+        reply_at=len(record.text) + 1 if reply else None,
     )
 
 
@@ -223,7 +227,7 @@ class RecallSource:
                     extra={"action": "recall_misattributed"},
                 )
                 continue
-            items.append(_item("recall", identity.viewer_space(login), login, hit))
+            items.append(item("recall", identity.viewer_space(login), login, hit))
         return items
 
 
@@ -253,7 +257,7 @@ class SpaceSource:
             hits = await self.spaces.search(key, source.query, limit=self.limit, kinds=kinds)
         # a small space returns its whole content for any query: keep what is near the best hit
         floor = hits[0].score * RELATIVE_FLOOR if hits else 0.0
-        return [_item(self.kind, name, hit.record.login, hit) for hit in hits if hit.score >= floor]
+        return [item(self.kind, name, hit.record.login, hit) for hit in hits if hit.score >= floor]
 
 
 def state_fetcher(db: postgres.Database, *, limit: int = 10) -> SourceFetcher:

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from datetime import datetime
 
 
+#: what erasure leaves of a reply that answered (or may quote) an erased viewer
+#: (``ops.erasure.REDACTED``): never shown, never indexed
+REDACTED_REPLY = "[redacted]"
+
+
 class MemoryKind(enum.StrEnum):
     """What a stored memory is."""
 
@@ -63,6 +68,22 @@ class MemoryRecord:
     superseded_by: str | None = None
     #: when it was marked superseded
     superseded_at: datetime | None = None
+
+    @property
+    def reply(self) -> str | None:
+        """The bot's reply of an episode (``extra["reply"]``), unless none or erased."""
+        reply = self.extra.get("reply") if self.kind is MemoryKind.EPISODIC else None
+        if not isinstance(reply, str) or not reply.strip() or reply == REDACTED_REPLY:
+            return None
+        return reply
+
+    @property
+    def search_text(self) -> str:
+        """What the memory is found by (its dense and sparse vectors): its text, and an
+        episode's reply too, so the bot's own words are searchable. An episode stored before
+        the reply was indexed is found by its viewer lines until it is re-embedded."""
+        reply = self.reply
+        return f"{self.text}\n{reply}" if reply else self.text
 
     @property
     def said_at(self) -> datetime:

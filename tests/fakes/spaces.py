@@ -56,7 +56,7 @@ class InMemorySpaces:
         for record in records:
             spaces_module.validate_record(record)
         self.upserts += 1
-        vectors = await self.embedder.embed([r.text for r in records])
+        vectors = await self.embedder.embed([r.search_text for r in records])
         for record, vector in zip(records, vectors, strict=True):
             points = self._spaces.setdefault(record.space, {})
             old = points.get(record.id)
@@ -72,7 +72,7 @@ class InMemorySpaces:
                 corrected_by=old.corrected_by if old else None,
                 sparse=dict(
                     zip(
-                        *lexical.document(record.text, record.login, record.context_terms),
+                        *lexical.document(record.search_text, record.login, record.context_terms),
                         strict=True,
                     )
                 ),
@@ -101,9 +101,7 @@ class InMemorySpaces:
         }  # the store's filter: before the search, as a payload filter
         if limit <= 0 or not points:
             return []
-        [vector] = await self.embedder.embed([query])
-        q = np.asarray(vector, dtype=np.float64)
-        q = q / (np.linalg.norm(q) or 1.0)
+        q = await self._query_vector(query)
         fetch = spaces_module.fetch_size(limit)
         terms = lexical.query(query)[0]
         candidates = _hybrid(points, q, terms, fetch, None)
@@ -117,6 +115,39 @@ class InMemorySpaces:
             if c.corrected_by and c.corrected_by in stored
         }
         return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
+
+    async def _query_vector(self, query: str) -> np.ndarray:
+        [vector] = await self.embedder.embed([query])
+        q = np.asarray(vector, dtype=np.float64)
+        return q / (np.linalg.norm(q) or 1.0)
+
+    async def search_spaces(
+        self,
+        spaces: Sequence[str],
+        query: str,
+        *,
+        limit: int = 5,
+        kinds: Collection[records.MemoryKind] | None = None,
+        window: records.TimeWindow | None = None,
+    ) -> builtins.list[records.MemoryHit]:
+        """As the shared layout's one tenant-filtered query: the spaces' points ranked as one."""
+        wanted = list(dict.fromkeys(spaces))
+        if len({spaces_module.space_kind(space) for space in wanted}) > 1:
+            raise ValueError("search_spaces searches spaces of one kind")
+        points = {
+            i: p
+            for space in wanted
+            for i, p in self._spaces.get(space, {}).items()
+            if (window is None or window.contains(p.record.said_at))
+            and p.record.superseded_by is None
+            and (kinds is None or p.record.kind in kinds)
+        }
+        if limit <= 0 or not points:
+            return []
+        q = await self._query_vector(query)
+        fetch = spaces_module.fetch_size(limit)
+        candidates = _hybrid(points, q, lexical.query(query)[0], fetch, kinds)
+        return spaces_module.rank(query, candidates, {}, limit=limit, kinds=kinds)
 
     async def supersede(self, space: str, ids: Sequence[str], *, by: str, at: datetime) -> int:
         spaces_module.space_kind(space)
