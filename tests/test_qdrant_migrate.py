@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import io
 import tarfile
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from qdrant_client import AsyncQdrantClient
 from memory import errors, identity
 from memory.adapters import qdrant, qdrant_migrate
 from memory.ops import admin
-from memory.spaces import embedders
+from memory.spaces import embedders, records
 from tests.conftest import IsolatedSettings
 from tests.test_spaces import record
 
@@ -124,3 +125,20 @@ async def test_the_admin_command_migrates_and_a_store_in_use_is_refused(
         with pytest.raises(errors.StoreUnavailable, match="in use by another process"):
             await qdrant_migrate.migrate(again)
     assert (again.data_dir / "qdrant" / "spaces").is_dir()  # untouched
+
+
+async def test_memories_stored_before_said_at_are_found_by_a_time_window(tmp_path: Path) -> None:
+    settings = IsolatedSettings(data_dir=tmp_path / "data", qdrant={"layout": "shared"})
+    client = AsyncQdrantClient(path=str(settings.data_dir / "qdrant"))
+    memory = record(ALICE, "alice: I baked bread")
+    async with await qdrant.open_spaces(
+        settings, embedders.OfflineHashEmbedder(), client=client
+    ) as old:
+        await old.upsert([memory])
+        name = old.collection(ALICE)
+    await client.delete_payload(name, keys=["said_at"], points=[memory.id])  # as releases before
+    await client.close()
+    window = records.TimeWindow(since=memory.said_at, until=memory.said_at + timedelta(days=1))
+    async with await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder()) as opened:
+        hits = await opened.search(ALICE, "what did I bake", limit=5, window=window)
+    assert [h.record.id for h in hits] == [memory.id]

@@ -187,9 +187,11 @@ async def _copy_collection(
                 payload[spaces_module.TENANT_KEY] = space
             else:
                 payload.pop(spaces_module.TENANT_KEY, None)
+            record = spaces_module.from_payload(payload)
+            # a release before issue 20 stored no ``said_at``: the time-window filter reads it
+            payload.setdefault(spaces_module.SAID_AT_KEY, record.said_at.isoformat())
             vector: Any = point.vector
             if not isinstance(vector, dict):  # dense-only: the lexical vector from the text
-                record = spaces_module.from_payload(payload)
                 vector = qdrant_hybrid.point_vector(True, record, list(vector or []))
             groups.setdefault(collections.name(space), []).append(
                 qm.PointStruct(id=point.id, vector=vector, payload=payload)
