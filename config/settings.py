@@ -92,6 +92,10 @@ class MemorySettings(_Section):
     token_budget: int = Field(800, ge=0)
     #: viewers the planner selects per batch (hard maximum 5)
     max_viewers: int = Field(3, ge=1, le=5)
+    #: the sparse vectors of hybrid search, for new memory collections (an existing one keeps the
+    #: scheme it records): ``lexical`` (``memory.spaces.lexical``) or ``qdrant-bm25`` (Qdrant's own
+    #: BM25 with Snowball stemmers, ``memory.adapters.qdrant_bm25``)
+    sparse_scheme: Literal["lexical", "qdrant-bm25"] = "lexical"
     #: items returned per recall query
     recall_limit: int = Field(10, ge=1)
     #: the channel's earlier streams whose episodes a question to the bot also searches (the

@@ -75,6 +75,30 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+class SparseEncoder(Protocol):
+    """A sparse scheme of hybrid search: the term weights of stored texts and of queries
+    (``memory.spaces.lexical``; Qdrant's own BM25, ``memory.adapters.qdrant_bm25``)."""
+
+    #: recorded on every memory collection: its points' sparse vectors, never two schemes in one
+    version: str
+
+    def document(
+        self, text: str, speaker: str | None = None, context: Sequence[int] = ()
+    ) -> tuple[list[int], list[float]]:
+        """A stored text's vector (its speaker's login, and the ``context`` term ids of the question
+        it answers at a lower weight, indexed with it)."""
+        ...
+
+    def query(self, text: str) -> tuple[list[int], list[float]]:
+        """A query's vector (empty indices: no content word)."""
+        ...
+
+    def context_terms(self, question: str) -> tuple[int, ...]:
+        """The term ids a memory answering ``question`` is also indexed with (empty: not a
+        question)."""
+        ...
+
+
 class Planner(Protocol):
     """Decides, without any model call, which memory sources a batch needs."""
 
@@ -143,6 +167,12 @@ class MemorySpaces(Protocol):
 
     #: the embedder whose vectors the spaces hold
     embedder_name: str
+
+    @property
+    def sparse(self) -> SparseEncoder:
+        """The store's sparse scheme: the term ids a memory keeps of the question it answers
+        (``MemoryRecord.context_terms``) are its."""
+        ...
 
     async def upsert(self, records: Sequence[records.MemoryRecord]) -> None:
         """Insert or replace records (same id → replaced, so retries make no duplicates)."""

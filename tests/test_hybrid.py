@@ -1,5 +1,6 @@
 """Hybrid search: the sparse lexical vector (IDF in the store) fused with the dense one, over the
-fake and both Qdrant layouts; collections made before it keep working (dense only)."""
+fake and both Qdrant layouts, in both sparse schemes (``lexical``, Qdrant's BM25); collections
+made before it keep working (dense only)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from memory import identity
-from memory.adapters import qdrant
+from memory.adapters import qdrant, qdrant_bm25
 from memory.spaces import embedders, lexical, records
 from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
@@ -36,18 +37,34 @@ class BlindEmbedder:
         return [[0.5, 0.5, 0.5, 0.5] for _ in texts]
 
 
-@pytest.fixture(params=["fake", "per_space", "shared", "edge_per_space", "edge_shared"])
+@pytest.fixture(
+    params=[
+        "fake",
+        "per_space",
+        "shared",
+        "edge_per_space",
+        "edge_shared",
+        "fake_bm25",
+        "shared_bm25",
+        "edge_per_space_bm25",
+        "edge_shared_bm25",
+    ]
+)
 async def blind(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     """Spaces whose dense half is useless: whatever they find, the sparse half found."""
-    if request.param == "fake":
-        yield fake_spaces.InMemorySpaces(BlindEmbedder())
+    param = request.param.removesuffix("_bm25")
+    scheme = qdrant_bm25.BM25 if request.param.endswith("_bm25") else qdrant_bm25.LEXICAL
+    if param == "fake":
+        yield fake_spaces.InMemorySpaces(BlindEmbedder(), qdrant_bm25.encoder(scheme))
         return
-    if request.param.startswith("edge_"):
-        layout = request.param.removeprefix("edge_")
-        async with edge_spaces(tmp_path, layout, BlindEmbedder()) as opened:
+    if param.startswith("edge_"):
+        layout = param.removeprefix("edge_")
+        async with edge_spaces(tmp_path, layout, BlindEmbedder(), scheme) as opened:
             yield opened
         return
-    settings = IsolatedSettings(data_dir=tmp_path / "data", qdrant={"layout": request.param})
+    settings = IsolatedSettings(
+        data_dir=tmp_path / "data", qdrant={"layout": param}, memory={"sparse_scheme": scheme}
+    )
     opened = await qdrant.open_spaces(settings, BlindEmbedder(), location=":memory:")
     async with opened:
         yield opened
@@ -79,7 +96,7 @@ async def test_an_answer_is_found_by_the_words_of_the_question_it_answers(blind:
     answer = record(
         ALICE,
         "Sweden, four years ago!",
-        context_terms=lexical.context_terms(question),
+        context_terms=blind.sparse.context_terms(question),
         context_message_id="m1",
     )
     bare = record(ALICE, "Norway is lovely in june")  # the same kind of answer, no question

@@ -70,13 +70,13 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 @contextlib.asynccontextmanager
 async def edge_spaces(
-    tmp_path: Path, layout: str, embedder: Any = None
+    tmp_path: Path, layout: str, embedder: Any = None, sparse_scheme: str = "lexical"
 ) -> AsyncIterator[qdrant.QdrantSpaces]:
     """Memory spaces on Qdrant Edge in ``tmp_path / "edge"``, closed (shards included) on exit."""
     client = qdrant_edge.EdgeClient(tmp_path / "edge")
     try:
         async with await qdrant.open_spaces(
-            settings(tmp_path, qdrant={"layout": layout}),
+            settings(tmp_path, qdrant={"layout": layout}, memory={"sparse_scheme": sparse_scheme}),
             embedder or embedders.OfflineHashEmbedder(),
             client=client,
         ) as opened:

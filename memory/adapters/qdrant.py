@@ -27,6 +27,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 
 from memory.adapters import (
+    qdrant_bm25,
     qdrant_collections,
     qdrant_edge,
     qdrant_hybrid,
@@ -77,6 +78,7 @@ class QdrantSpaces:
         layout: str = "per_space",
         prefix: str = "lm",
         owns_client: bool = False,
+        sparse: ports.SparseEncoder = lexical.ENCODER,
     ) -> None:
         self.client = client
         self.embedder = embedder
@@ -86,7 +88,7 @@ class QdrantSpaces:
         self.prefix = prefix
         self._owns_client = owns_client
         self._collections = qdrant_collections.Collections(
-            client, embedder, layout=layout, prefix=prefix
+            client, embedder, layout=layout, prefix=prefix, sparse=sparse
         )
 
     @classmethod
@@ -110,6 +112,7 @@ class QdrantSpaces:
             layout=qdrant_collections.layout(settings, client),
             prefix=settings.qdrant.collection_prefix,
             owns_client=owns,
+            sparse=qdrant_bm25.encoder(settings.memory.sparse_scheme),
         )
         try:
             await self._collections.check_manifest(settings)
@@ -153,6 +156,11 @@ class QdrantSpaces:
         """The collection that holds ``space``."""
         return self._collections.name(space)
 
+    @property
+    def sparse(self) -> ports.SparseEncoder:
+        """The store's sparse scheme (the one its manifest records; ``qdrant_collections``)."""
+        return self._collections.sparse
+
     # -- writes --------------------------------------------------------------------------------
 
     async def upsert(self, records: Sequence[memory_records.MemoryRecord]) -> None:
@@ -178,7 +186,7 @@ class QdrantSpaces:
     ) -> None:
         name = self.collection(space)
         await self._collections.ensure(name, space=space, create=True)
-        hybrid = self._collections.hybrid(name)
+        encoder = self._collections.encoder(name)
         corrects = {r.corrects: r.id for r, _ in group if r.corrects}
         ids = {r.id for r, _ in group} | set(corrects)
         existing = {
@@ -198,7 +206,7 @@ class QdrantSpaces:
                 payload["superseded_at"] = old.get("superseded_at")
             if self.shared:
                 payload[spaces_module.TENANT_KEY] = space
-            vectors = qdrant_hybrid.point_vector(hybrid, record, vector)
+            vectors = qdrant_hybrid.point_vector(encoder, record, vector)
             points.append(qm.PointStruct(id=record.id, vector=vectors, payload=payload))
         await self.client.upsert(name, points=points, wait=True)
         in_group = {r.id for r, _ in group}
@@ -406,7 +414,8 @@ class QdrantSpaces:
                 *_scope(space, self.shared),
                 *qdrant_hybrid.current(window, include_superseded),
             ]
-            sparse = lexical.query(query) if self._collections.hybrid(name) else None
+            encoder = self._collections.encoder(name)
+            sparse = encoder.query(query) if encoder else None
             candidates = await self._query(name, vector, sparse, fetch, scope)
             if kinds is not None and len(candidates) == fetch:
                 matching = [c for c in candidates if c.record.kind in kinds]
@@ -418,7 +427,14 @@ class QdrantSpaces:
                         name, vector, sparse, fetch, [*scope, kind_filter]
                     )
             corrections = await self._corrections(name, space, candidates)
-            return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
+            return spaces_module.rank(
+                query,
+                candidates,
+                corrections,
+                limit=limit,
+                kinds=kinds,
+                sparse=encoder or self.sparse,
+            )
 
         if limit <= 0:
             spaces_module.space_kind(space)

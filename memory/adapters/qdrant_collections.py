@@ -4,6 +4,10 @@ Each collection records, in its collection metadata (``{"livememory": {...}}``, 
 too), the embedder name and dim, the layout and (per-space) the space key; a manifest collection
 ``<prefix>_manifest`` records the embedder for the whole prefix, checked when the spaces open, so
 another embedder fails at start-up with ``errors.EmbedderMismatch`` instead of mixing vectors.
+The manifest also records the sparse scheme (``lexical``, ``ports.SparseEncoder.version``) the
+store was made with, and the store keeps it whatever ``memory.sparse_scheme`` says (that setting
+chooses a new store's): a manifest made before the choice existed is ``lexical``'s. Each memory
+collection records its scheme too and is written and searched with it (``encoder``).
 ``wrap_errors`` translates the client's errors at this boundary.
 """
 
@@ -22,7 +26,7 @@ from qdrant_client import models as qm
 from qdrant_client.http import exceptions as qdrant_exceptions
 
 from memory import errors, outage
-from memory.adapters import qdrant_edge
+from memory.adapters import qdrant_bm25, qdrant_edge
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
@@ -104,9 +108,18 @@ class Collections:
     """The memory collections of one prefix and layout, and the ones known to exist."""
 
     def __init__(
-        self, client: AsyncQdrantClient, embedder: ports.Embedder, *, layout: str, prefix: str
+        self,
+        client: AsyncQdrantClient,
+        embedder: ports.Embedder,
+        *,
+        layout: str,
+        prefix: str,
+        sparse: ports.SparseEncoder = lexical.ENCODER,
     ) -> None:
         self.client = client
+        #: the sparse scheme of the collections this one creates: the configured one until the
+        #: store's manifest says otherwise (``adopt_scheme``)
+        self.sparse = sparse
         self.embedder = embedder
         self.layout = layout
         self.shared = layout == "shared"
@@ -117,7 +130,11 @@ class Collections:
 
     def hybrid(self, name: str) -> bool:
         """Whether collection ``name`` (known to exist) holds the sparse lexical vector too."""
-        return self.known.get(name, {}).get("lexical") == lexical.VERSION
+        return self.encoder(name) is not None
+
+    def encoder(self, name: str) -> ports.SparseEncoder | None:
+        """The sparse scheme collection ``name`` (known to exist) records (None: dense only)."""
+        return qdrant_bm25.for_version(self.known.get(name, {}).get("lexical"))
 
     def forget(self, name: str) -> None:
         """Collection ``name`` is gone (dropped, maybe by another process)."""
@@ -136,6 +153,7 @@ class Collections:
             try:
                 with wrap_errors("open"):
                     await self.ensure(name, space=None, create=True, vector_size=1)
+                    self.adopt_scheme(self.known[name])
                     await self.check_no_staging()
                 return
             except errors.StoreUnavailable:
@@ -143,6 +161,28 @@ class Collections:
                     raise
                 logger.warning("Qdrant not reachable, %d attempt(s) left", attempts - attempt)
                 await asyncio.sleep(settings.qdrant.connect_retry_seconds)
+
+    def adopt_scheme(self, manifest: dict[str, Any]) -> None:
+        """Keep the sparse scheme the store's ``manifest`` metadata records (none: ``lexical``'s,
+        every store made before the choice); an unknown one refuses to open."""
+        version = manifest.get("lexical", lexical.VERSION)
+        recorded = qdrant_bm25.for_version(version)
+        if recorded is None:
+            raise errors.EmbedderMismatch(
+                f"the memory store records the sparse scheme {version!r}, which this release "
+                "does not know: run the release that made it",
+                recorded=str(version),
+                configured=self.sparse.version,
+            )
+        if recorded.version != self.sparse.version:
+            logger.info(
+                "the memory store keeps its sparse scheme %s (memory.sparse_scheme chooses a new "
+                "store's: %s)",
+                recorded.version,
+                self.sparse.version,
+                extra={"action": "sparse_scheme_kept"},
+            )
+        self.sparse = recorded
 
     async def check_no_staging(self) -> None:
         """Refuse to open while a ``memory.admin reembed`` is unfinished: the memories of a space
@@ -203,8 +243,10 @@ class Collections:
         dense = qm.VectorParams(size=size, distance=qm.Distance.COSINE)
         vectors: Any = dense
         sparse = None
+        extra["lexical"] = (
+            self.sparse.version
+        )  # a memory collection's scheme; the manifest's: the store's
         if space is not None:  # a memory collection: named dense + sparse lexical vectors
-            extra["lexical"] = lexical.VERSION
             vectors = {lexical.DENSE: dense}
             sparse = {lexical.SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}
         metadata = {META_KEY: spaces_module.embedder_metadata(self.embedder, **extra)}

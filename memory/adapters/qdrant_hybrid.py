@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from qdrant_client import AsyncQdrantClient
 
+    from memory import ports
     from memory.spaces import records as memory_records
 
 
@@ -51,11 +52,14 @@ def candidates(points: Sequence[qm.ScoredPoint]) -> list[spaces_module.Candidate
     ]
 
 
-def point_vector(hybrid: bool, record: memory_records.MemoryRecord, dense: list[float]) -> Any:
-    """What a point of ``record`` stores: both vectors in a hybrid collection, else the dense one."""
-    if not hybrid:
+def point_vector(
+    sparse: ports.SparseEncoder | None, record: memory_records.MemoryRecord, dense: list[float]
+) -> Any:
+    """What a point of ``record`` stores: both vectors in a hybrid collection (``sparse``: its
+    scheme), else the dense one."""
+    if sparse is None:
         return dense
-    indices, values = lexical.document(record.search_text, record.login, record.context_terms)
+    indices, values = sparse.document(record.search_text, record.login, record.context_terms)
     return {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
 
 

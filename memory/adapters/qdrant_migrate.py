@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from memory import errors
 from memory.adapters import edge_shards, qdrant_collections, qdrant_edge, qdrant_hybrid
+from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ async def _copy_collection(
             payload.setdefault(spaces_module.SAID_AT_KEY, record.said_at.isoformat())
             vector: Any = point.vector
             if not isinstance(vector, dict):  # dense-only: the lexical vector from the text
-                vector = qdrant_hybrid.point_vector(True, record, list(vector or []))
+                vector = qdrant_hybrid.point_vector(lexical.ENCODER, record, list(vector or []))
             groups.setdefault(collections.name(space), []).append(
                 qm.PointStruct(id=point.id, vector=vector, payload=payload)
             )

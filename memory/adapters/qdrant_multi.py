@@ -72,14 +72,17 @@ async def search_spaces(
         if collections.shared:
             tenants = qm.FieldCondition(key=spaces_module.TENANT_KEY, match=qm.MatchAny(any=wanted))
             [name] = existing
-            sparse = lexical.query(query) if collections.hybrid(name) else None
+            encoder = collections.encoder(name)
+            sparse = encoder.query(query) if encoder else None
             where = qm.Filter(must=[tenants, *conditions])
             points = await qdrant_hybrid.query(client, name, vector, sparse, fetch, where)
             candidates = qdrant_hybrid.candidates(points)
         else:
             candidates = await _merged(client, collections, existing, vector, query, fetch,
                                        conditions)  # fmt: skip
-    return spaces_module.rank(query, candidates, {}, limit=limit, kinds=kinds)
+    return spaces_module.rank(
+        query, candidates, {}, limit=limit, kinds=kinds, sparse=collections.sparse
+    )
 
 
 async def _merged(
@@ -94,7 +97,6 @@ async def _merged(
     """Per-space layout: every collection's dense and sparse rankings, merged by raw score, then
     fused by reciprocal rank (``lexical.fuse``, the sparse ranking ``SPARSE_COPIES`` times)."""
     where = qm.Filter(must=list(conditions)) if conditions else None
-    indices, values = lexical.query(query)
     dense: list[qm.ScoredPoint] = []
     sparse: list[qm.ScoredPoint] = []
     for name in names:
@@ -102,17 +104,18 @@ async def _merged(
         # so one search over many streams never holds their deadlines up
         await asyncio.sleep(0)
         try:
-            hybrid = collections.hybrid(name)
+            encoder = collections.encoder(name)
             found = await client.query_points(
                 name,
                 query=vector,
-                using=lexical.DENSE if hybrid else None,
+                using=lexical.DENSE if encoder else None,
                 limit=fetch,
                 query_filter=where,
                 with_payload=True,
             )
             dense.extend(found.points)
-            if hybrid and indices:
+            indices, values = encoder.query(query) if encoder else ([], [])
+            if indices:
                 found = await client.query_points(
                     name,
                     query=qm.SparseVector(indices=indices, values=values),

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from qdrant_client import models as qm
 
 from memory import errors
-from memory.adapters import qdrant_collections, qdrant_hybrid
+from memory.adapters import qdrant_bm25, qdrant_collections, qdrant_hybrid
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
@@ -95,11 +95,13 @@ class Reembedder:
         layout: str,
         prefix: str,
         batch: int = BATCH,
+        sparse: ports.SparseEncoder = lexical.ENCODER,
     ) -> None:
         self.client = client
         self.embedder = embedder
+        #: ``sparse``: a new store's scheme; an existing store keeps its own (``open_reembedder``)
         self.collections = qdrant_collections.Collections(
-            client, embedder, layout=layout, prefix=prefix
+            client, embedder, layout=layout, prefix=prefix, sparse=sparse
         )
         self.prefix = prefix
         self.shared = layout == "shared"
@@ -121,7 +123,7 @@ class Reembedder:
         return (
             meta.get("embedder") == self.embedder.name
             and meta.get("dim") == self.embedder.dim
-            and meta.get("lexical") == lexical.VERSION
+            and meta.get("lexical") == self.collections.sparse.version
         )
 
     async def count(self, name: str) -> int:
@@ -192,7 +194,7 @@ class Reembedder:
             return None
         if made_by != self.embedder.name or source.get("dim") != self.embedder.dim:
             reason = "embedder"
-        elif source.get("lexical") != lexical.VERSION:
+        elif source.get("lexical") != self.collections.sparse.version:
             reason = "dense-only"
         else:
             reason = "forced"
@@ -281,7 +283,9 @@ class Reembedder:
         structs = [
             qm.PointStruct(
                 id=point.id,
-                vector=qdrant_hybrid.point_vector(True, spaces_module.from_payload(payload), dense),
+                vector=qdrant_hybrid.point_vector(
+                    self.collections.sparse, spaces_module.from_payload(payload), dense
+                ),
                 payload=payload,
             )
             for point, payload, dense in zip(points, payloads, vectors, strict=True)
@@ -353,11 +357,16 @@ async def open_reembedder(
         await embedder.embed(["dimension probe"])
     client = qdrant_collections.make_client(settings, None)
     try:
-        yield Reembedder(
+        job = Reembedder(
             client,
             embedder,
             layout=qdrant_collections.layout(settings, client),
             prefix=settings.qdrant.collection_prefix,
+            sparse=qdrant_bm25.encoder(settings.memory.sparse_scheme),
         )
+        manifest = await job.metadata(spaces_module.manifest_collection(job.prefix))
+        if manifest is not None:  # the store keeps its sparse scheme
+            job.collections.adopt_scheme(manifest)
+        yield job
     finally:
         await client.close()

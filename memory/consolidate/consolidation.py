@@ -393,7 +393,7 @@ class Consolidator:
                 dropped[event.id] = reason
                 continue
             answers = (before.message_id, before.text) if before is not None else None
-            record = documents.personal_record(turn_id, event, answers)
+            record = documents.personal_record(turn_id, event, answers, self.spaces.sparse)
             records.append(dataclasses.replace(record, space=self._space(event.user_id)))
         return records, dropped
 

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from datetime import datetime
 
+    from memory import ports
+
 #: namespace of memory point ids
 POINT_NAMESPACE = uuid.UUID("5b0f2f4e-63a4-4f53-9a52-6d656d6f7279")
 
@@ -26,12 +28,15 @@ def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
 
 
 def personal_record(
-    turn_id: str, event: models.ChatEvent, answers: tuple[str, str] | None = None
+    turn_id: str,
+    event: models.ChatEvent,
+    answers: tuple[str, str] | None = None,
+    sparse: ports.SparseEncoder = lexical.ENCODER,
 ) -> records.MemoryRecord:
     """A viewer's own statement as a personal memory, with its provenance. ``answers``: (message
     id, text) of another viewer's message just before it; when it is a question, the memory is
-    also indexed with its terms (``lexical.context_terms``; never its text)."""
-    context = lexical.context_terms(answers[1]) if answers else ()
+    also indexed with its terms (``sparse.context_terms``; never its text)."""
+    context = sparse.context_terms(answers[1]) if answers else ()
     return records.MemoryRecord(
         id=point_id(turn_id, event.user_id, records.MemoryKind.PERSONAL, event.id),
         space=identity.personal_key(event.user_id),

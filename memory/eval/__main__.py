@@ -108,6 +108,12 @@ def parser() -> argparse.ArgumentParser:
         help="LongMemEval: replay N chunks of questions at once, each in a process of its own",
     )
     p.add_argument(
+        "--sparse-scheme",
+        choices=("lexical", "qdrant-bm25"),
+        default=None,
+        help="quality: the system's sparse vectors (memory.sparse_scheme; default: the setting's)",
+    )
+    p.add_argument(
         "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
     )
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
@@ -176,6 +182,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         locomo_first=args.locomo_first,
         locomo_half=args.locomo_half,
         lme=lme,
+        sparse_scheme=args.sparse_scheme,
     )
     print(report.quality_table(results))
     print_breakdowns(results)

@@ -128,10 +128,12 @@ async def run_quality(
     locomo_first: int | None = None,
     locomo_half: str | None = None,
     lme: longmemeval_run.Options | None = None,
+    sparse_scheme: str | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
     """Results per source (the system's, then its peers' on the same probes), and what was
     skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only;
-    ``lme``: which LongMemEval questions (quick: the first ``longmemeval_run.QUICK_FIRST``)."""
+    ``lme``: which LongMemEval questions (quick: the first ``longmemeval_run.QUICK_FIRST``);
+    ``sparse_scheme``: ``memory.sparse_scheme`` of the system (None: the default)."""
     sizes = QUICK if quick else FULL
     if locomo_first is not None and not quick:
         sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
@@ -163,7 +165,8 @@ async def run_quality(
         if system == "naive":
             reports = await harness.run_naive(case)
         else:
-            reports = await harness.run_full_isolated(case, embedder=embedder)
+            overrides = {"memory": {"sparse_scheme": sparse_scheme}} if sparse_scheme else None
+            reports = await harness.run_full_isolated(case, overrides=overrides, embedder=embedder)
         result = harness.score(case, reports, config=system)
         result.metrics.update(filtering.shares(case))
         results.append(result)

@@ -51,7 +51,7 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-_ENGLISH_STOPWORDS = (
+ENGLISH_STOPWORDS = (
     "a an the and or but if then so of to in on at by for with from into onto about as is am are "
     "was were be been being do does did have has had having i me my mine myself you your yours he "
     "him his she her hers it its we us our they them their this that these those there here what "
@@ -59,7 +59,7 @@ _ENGLISH_STOPWORDS = (
     "shall should may might must than up down out over again once all any both each few more most "
     "other some such only own same s t don im ive id youre thats lol yeah yes ok okay oh hey hi "
 )
-_ITALIAN_STOPWORDS = (
+ITALIAN_STOPWORDS = (
     "il lo la i gli le un uno una di del dello della dei degli delle da dal dallo dalla dai dagli "
     "dalle in nel nello nella nei negli nelle su sul sullo sulla sui sugli sulle con per tra fra "
     "e ed o ma se che chi cui non ne ci vi si mi ti lui lei noi voi loro mio mia miei mie tuo tua "
@@ -68,7 +68,7 @@ _ITALIAN_STOPWORDS = (
     "dove quando anche più molto poi già ancora cosa sì no ciao"
 )
 #: folded, so "è" is "e" and "più" is "piu"
-STOPWORDS = frozenset(fold(w) for w in f"{_ENGLISH_STOPWORDS} {_ITALIAN_STOPWORDS}".split())
+STOPWORDS = frozenset(fold(w) for w in f"{ENGLISH_STOPWORDS} {ITALIAN_STOPWORDS}".split())
 
 _ENGLISH_SUFFIXES = ("ing", "ed", "ly", "s")
 #: feature weights: word unigram, word bigram, character trigram

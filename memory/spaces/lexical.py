@@ -109,3 +109,23 @@ def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
         for rank, item in enumerate(ranking):
             scores[item] = scores.get(item, 0.0) + 1.0 / (rank + k)
     return scores
+
+
+class LexicalEncoder:
+    """``ports.SparseEncoder``: this module's scheme (``VERSION``)."""
+
+    version = VERSION
+
+    def document(
+        self, text: str, speaker: str | None = None, context: Sequence[int] = ()
+    ) -> SparseVector:
+        return document(text, speaker, context)
+
+    def query(self, text: str) -> SparseVector:
+        return query(text)
+
+    def context_terms(self, question: str) -> tuple[int, ...]:
+        return context_terms(question)
+
+
+ENCODER = LexicalEncoder()

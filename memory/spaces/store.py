@@ -272,11 +272,13 @@ def rank(
     limit: int,
     kinds: Collection[records.MemoryKind] | None = None,
     lexical_weight: float = LEXICAL_WEIGHT,
+    sparse: ports.SparseEncoder = lexical.ENCODER,
 ) -> list[records.MemoryHit]:
     """Apply corrections, the lexical signal and ``kinds``; best ``limit`` hits.
 
     ``corrections`` maps a correction id to the (still existing) correction record, for the
-    ``corrected_by`` marks of the candidates.
+    ``corrected_by`` marks of the candidates; ``sparse``: the scheme the candidates were found by
+    (``recent_first`` compares their terms).
     """
     best: dict[str, tuple[records.MemoryRecord, float]] = {}
     for candidate in candidates:
@@ -296,20 +298,24 @@ def rank(
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
         hits.append(records.MemoryHit(record=record, score=score))
-    return recent_first(query, hits)[:limit]
+    return recent_first(query, hits, sparse=sparse)[:limit]
 
 
-def indexed_terms(record: records.MemoryRecord) -> set[int]:
-    """The term ids a memory is found by lexically: its text's, its speaker's login's and the
-    question's it answers (``lexical.document``)."""
-    words = embedders.terms(record.text)
-    if record.login:
-        words += embedders.terms(record.login.replace("_", " "))
-    return {lexical.term_id(t) for t in words} | set(record.context_terms)
+def indexed_terms(
+    record: records.MemoryRecord, sparse: ports.SparseEncoder = lexical.ENCODER
+) -> set[int]:
+    """The term ids a memory is found by lexically in the ``sparse`` scheme: its text's, its
+    speaker's login's and the question's it answers (``ports.SparseEncoder.document``)."""
+    login = record.login.replace("_", " ") if record.login else ""
+    return set(sparse.query(f"{record.text} {login}")[0]) | set(record.context_terms)
 
 
 def recent_first(
-    query: str, hits: Sequence[records.MemoryHit], *, band: float | None = None
+    query: str,
+    hits: Sequence[records.MemoryHit],
+    *,
+    band: float | None = None,
+    sparse: ports.SparseEncoder = lexical.ENCODER,
 ) -> list[records.MemoryHit]:
     """The hits best first, comparable answers of a viewer newest first (``rank``).
 
@@ -319,10 +325,10 @@ def recent_first(
     exact ties."""
     band = RECENCY_BAND if band is None else band
     ordered = sorted(hits, key=lambda h: (-h.score, -h.record.said_at.timestamp(), h.record.id))
-    terms = {lexical.term_id(t) for t in embedders.terms(query)}
+    terms = set(sparse.query(query)[0])
     groups: list[list[tuple[records.MemoryHit, frozenset[int]]]] = []
     for hit in ordered:
-        matched = frozenset(indexed_terms(hit.record) & terms)
+        matched = frozenset(indexed_terms(hit.record, sparse) & terms)
         head = groups[-1][0] if groups else None
         if (
             head is not None

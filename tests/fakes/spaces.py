@@ -40,8 +40,11 @@ class _Point:
 class InMemorySpaces:
     """``ports.MemorySpaces`` in a dict; ``upserts`` counts upsert calls (for tests)."""
 
-    def __init__(self, embedder: ports.Embedder | None = None) -> None:
+    def __init__(
+        self, embedder: ports.Embedder | None = None, sparse: ports.SparseEncoder | None = None
+    ) -> None:
         self.embedder = embedder or embedders.OfflineHashEmbedder()
+        self.sparse: ports.SparseEncoder = sparse or lexical.ENCODER
         self.embedder_name = self.embedder.name
         self._spaces: dict[str, dict[str, _Point]] = {}
         self.upserts = 0
@@ -72,7 +75,9 @@ class InMemorySpaces:
                 corrected_by=old.corrected_by if old else None,
                 sparse=dict(
                     zip(
-                        *lexical.document(record.search_text, record.login, record.context_terms),
+                        *self.sparse.document(
+                            record.search_text, record.login, record.context_terms
+                        ),
                         strict=True,
                     )
                 ),
@@ -103,7 +108,7 @@ class InMemorySpaces:
             return []
         q = await self._query_vector(query)
         fetch = spaces_module.fetch_size(limit)
-        terms = lexical.query(query)[0]
+        terms = self.sparse.query(query)[0]
         candidates = _hybrid(points, q, terms, fetch, None)
         matching = [c for c in candidates if kinds is not None and c.record.kind in kinds]
         if kinds is not None and len(candidates) == fetch and len(matching) < limit:
@@ -114,7 +119,9 @@ class InMemorySpaces:
             for c in candidates
             if c.corrected_by and c.corrected_by in stored
         }
-        return spaces_module.rank(query, candidates, corrections, limit=limit, kinds=kinds)
+        return spaces_module.rank(
+            query, candidates, corrections, limit=limit, kinds=kinds, sparse=self.sparse
+        )
 
     async def _query_vector(self, query: str) -> np.ndarray:
         [vector] = await self.embedder.embed([query])
@@ -146,8 +153,10 @@ class InMemorySpaces:
             return []
         q = await self._query_vector(query)
         fetch = spaces_module.fetch_size(limit)
-        candidates = _hybrid(points, q, lexical.query(query)[0], fetch, kinds)
-        return spaces_module.rank(query, candidates, {}, limit=limit, kinds=kinds)
+        candidates = _hybrid(points, q, self.sparse.query(query)[0], fetch, kinds)
+        return spaces_module.rank(
+            query, candidates, {}, limit=limit, kinds=kinds, sparse=self.sparse
+        )
 
     async def supersede(self, space: str, ids: Sequence[str], *, by: str, at: datetime) -> int:
         spaces_module.space_kind(space)
