@@ -12,7 +12,7 @@ from memory.consolidate import barrier, consolidation, jobs
 from memory.consolidate import profile as profile_module
 from memory.history import transcript
 from memory.ops import erasure, operations
-from memory.spaces import lexical, records
+from memory.spaces import records
 from tests.fakes import spaces as fake_spaces
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ async def test_an_answer_keeps_the_terms_of_the_question_it_answers_never_its_te
     memories = {r.text: r for r in await spaces.list(identity.personal_key("1001"))}
     sweden, pizza = memories["Sweden, four years ago!"], memories["I love pizza"]
     assert sweden.context_message_id == "m1"
-    assert sweden.context_terms == lexical.context_terms(question) != ()
+    assert sweden.context_terms == spaces.sparse.context_terms(question) != ()
     assert pizza.context_terms == () and pizza.context_message_id is None  # not a question
     hits = await spaces.search(identity.personal_key("1001"), "where did alice move from")
     assert hits[0].record.id == sweden.id

@@ -143,7 +143,8 @@ async def test_new_collections_hold_a_sparse_vector_with_the_idf_modifier(tmp_pa
             info = await opened.client.get_collection(opened.collection(ALICE))
             sparse = info.config.params.sparse_vectors or {}
             assert sparse[lexical.SPARSE].modifier == qm.Modifier.IDF
-            assert (info.config.metadata or {})["livememory"]["lexical"] == lexical.VERSION
+            # a new store's default scheme: Qdrant's BM25
+            assert (info.config.metadata or {})["livememory"]["lexical"] == qdrant_bm25.VERSION
 
 
 async def test_a_collection_made_before_hybrid_search_keeps_working(

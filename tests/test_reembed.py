@@ -17,9 +17,9 @@ from qdrant_client import models as qm
 
 from memory import errors
 from memory.adapters import ollama as ollama_adapter
-from memory.adapters import qdrant, qdrant_collections, qdrant_reembed
+from memory.adapters import qdrant, qdrant_bm25, qdrant_collections, qdrant_reembed
 from memory.ops import admin
-from memory.spaces import embedders, lexical
+from memory.spaces import embedders
 from memory.spaces import store as spaces_module
 from tests import cli
 from tests.test_spaces import record
@@ -241,7 +241,8 @@ async def test_a_dense_only_collection_is_brought_to_hybrid_search(
     info_client = qdrant_collections.make_client(settings, None)
     info = await info_client.get_collection(name)
     await info_client.close()
-    assert (info.config.metadata or {})["livememory"]["lexical"] == lexical.VERSION
+    # no manifest, so a new store: the default scheme
+    assert (info.config.metadata or {})["livememory"]["lexical"] == qdrant_bm25.VERSION
 
 
 async def test_reembed_refuses_bad_targets_with_one_line(

@@ -375,7 +375,8 @@ async def test_unreachable_server_is_store_unavailable(tmp_path: Path) -> None:
 
 
 def test_fake_and_adapter_implement_the_whole_protocol() -> None:
-    wanted = {n for n in vars(ports.MemorySpaces) if not n.startswith("_")} - {"embedder_name"}
+    attributes = {"embedder_name", "sparse"}  # not methods
+    wanted = {n for n in vars(ports.MemorySpaces) if not n.startswith("_")} - attributes
     for cls in (fake_spaces.InMemorySpaces, qdrant.QdrantSpaces):
         missing = {n for n in wanted if not callable(getattr(cls, n, None))}
         assert not missing, (cls, missing)

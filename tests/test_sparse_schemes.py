@@ -137,7 +137,9 @@ async def test_an_unknown_recorded_scheme_refuses_to_open_with_one_line(tmp_path
 async def test_reembed_rebuilds_in_the_store_s_scheme(tmp_path: Path) -> None:
     """``memory.admin reembed`` on a lexical store with BM25 configured: nothing to do (current),
     and a forced rebuild keeps the store's scheme."""
-    made = settings(tmp_path, qdrant={"layout": "shared"})
+    made = settings(
+        tmp_path, qdrant={"layout": "shared"}, memory={"sparse_scheme": qdrant_bm25.LEXICAL}
+    )
     embedder = embedders.OfflineHashEmbedder()
     async with await qdrant.open_spaces(made, embedder) as opened:
         await opened.upsert([record(ALICE, "I live in Rome")])

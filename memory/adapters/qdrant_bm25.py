@@ -1,17 +1,18 @@
-"""Qdrant's own BM25 as the sparse scheme (``memory.sparse_scheme = "qdrant-bm25"``), and the choice of
-a scheme: the configured one for new collections, the recorded one for each existing collection.
+"""Qdrant's own BM25 as a sparse scheme (``memory.sparse_scheme = "qdrant-bm25"``), and the
+schemes by name (``encoder``) and by the version a collection records (``for_version``).
 
-``qdrant_edge.Bm25`` is a plain Python object (no server, no model download): Qdrant's tokenizer
-(words, lowercased, accents folded), its stopword lists (English and Italian, plus the chat fillers
-of ``embedders.STOPWORDS``) and a Snowball stemmer, hashed to term ids by Qdrant. It takes one
-stemmer, so a text is stemmed in Italian when it holds more Italian stopwords than English ones,
-else in English ("gatti"/"gatto" → "gatt" in Italian; "moved"/"moving" → "move" in English). The
-weights are BM25's with ``lexical``'s constants (``k1`` 1.2, ``b`` 0.75, 12 terms a chat line), the
-IDF left to the collection's modifier, a query its distinct terms at weight 1 — as ``lexical`` does;
-what differs is the tokens. A question's terms are indexed with the memory that answers it at
-``lexical.CONTEXT_WEIGHT`` (the weight of one occurrence in that memory, read off its vector).
-Term ids of the two schemes never meet: each collection records its scheme (``version``) and is
-written and searched with it (``for_collection``).
+``qdrant_edge.Bm25`` is a plain Python object (no server, no model download, usable for a server's
+collections too): Qdrant's tokenizer (words, lowercased, accents folded), its English and Italian
+stopword lists plus the chat fillers of ``embedders.STOPWORDS``, and a Snowball stemmer, hashed to
+term ids by Qdrant. A model has one stemmer, so a text is stemmed in Italian when it holds more
+Italian stopwords and frequent words ("io", "voglio", "ieri", …) than English ones, else in English
+("lavoro"/"lavorare"/"lavoravo" → one term in Italian; "studies"/"studied" → one in English). The
+weights are BM25's with ``lexical``'s constants (``k1`` 1.2, ``b`` 0.75, 12 terms a chat line; the
+IDF is the collection's modifier), a query is its distinct terms at weight 1, as in ``lexical``:
+what differs is the terms. A question's terms are indexed with the memory that answers it at
+``lexical.CONTEXT_WEIGHT`` of one occurrence in that memory (read off its lowest weight). The term
+ids of two schemes never meet in a collection: each records its scheme, and a store keeps the one
+its manifest records (``qdrant_collections``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ VERSION = "qdrant-bm25-v1"
 #: ``memory.sparse_scheme`` values
 LEXICAL, BM25 = "lexical", "qdrant-bm25"
 
-_ITALIAN = frozenset(embedders.fold(w) for w in embedders.ITALIAN_STOPWORDS.split())
+#: frequent Italian words that tell a chat line's language, besides the stopwords
+_ITALIAN_CUES = (
+    "io tu sto sta stai faccio fai fa fatto voglio vuoi vorrei posso puoi può devo deve tutto "
+    "tutti oggi ieri domani grazie bene allora perché però adesso sempre mai niente qualcosa"
+)
+_ITALIAN = frozenset(
+    embedders.fold(w) for w in f"{embedders.ITALIAN_STOPWORDS} {_ITALIAN_CUES}".split()
+)
 _ENGLISH = frozenset(embedders.fold(w) for w in embedders.ENGLISH_STOPWORDS.split())
 
 
@@ -55,7 +63,7 @@ def _model(language: qdrant_edge.SnowballLanguage) -> qdrant_edge.Bm25:
 
 
 def italian(text: str) -> bool:
-    """Whether ``text`` holds more Italian stopwords than English ones."""
+    """Whether ``text`` holds more Italian stopwords (and cue words) than English ones."""
     words = embedders.words(text)
     return sum(w in _ITALIAN for w in words) > sum(w in _ENGLISH for w in words)
 

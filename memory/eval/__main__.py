@@ -111,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
         "--sparse-scheme",
         choices=("lexical", "qdrant-bm25"),
         default=None,
-        help="quality: the system's sparse vectors (memory.sparse_scheme; default: the setting's)",
+        help="quality: the system's sparse scheme (memory.sparse_scheme; default: the setting's)",
     )
     p.add_argument(
         "--no-peers", action="store_true", help="skip the peer systems (BM25, dense) on the probes"
@@ -150,6 +150,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--locomo-first {args.locomo_first}")
     if args.locomo_half is not None:
         parts.append(f"--locomo-half {args.locomo_half}")
+    if args.sparse_scheme:
+        parts.append(f"--sparse-scheme {args.sparse_scheme}")
     if args.longmemeval_first is not None:
         parts.append(f"--longmemeval-first {args.longmemeval_first}")
     if args.longmemeval_types:
