@@ -22,7 +22,7 @@ from qdrant_client import AsyncQdrantClient
 from memory import errors, identity
 from memory.adapters import qdrant, qdrant_migrate
 from memory.ops import admin
-from memory.spaces import embedders, records
+from memory.spaces import embedders, lexical, records
 from tests.conftest import IsolatedSettings
 from tests.test_spaces import record
 
@@ -59,6 +59,7 @@ async def test_the_first_start_migrates_a_folder_of_the_previous_release(tmp_pat
     assert not (settings.data_dir / qdrant_migrate.MIGRATING).exists()
     async with await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder()) as opened:
         assert opened.layout == "shared"  # the embedded default now
+        assert opened.sparse is lexical.ENCODER  # its vectors' scheme, kept (default: Bm25)
         hits = await opened.search(ALICE, "where did alice move to? Turin", limit=5)
         texts = [h.record.text for h in hits]  # the superseded memory stays out of recall
         assert "alice: I moved to Turin last year" not in texts and texts

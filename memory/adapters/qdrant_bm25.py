@@ -87,16 +87,14 @@ class Bm25Encoder:
         vector = model.embed_document(f"{text} {speaker.replace('_', ' ')}" if speaker else text)
         weights = dict(zip(vector.indices, vector.values, strict=True))
         if context:
-            # BM25's saturation in this memory, ``k1·norm``, read off its lowest weight (a term
+            # BM25's length norm in this memory, ``k1·norm``, read off its lowest weight (a term
             # said once: (k1 + 1) / (1 + k1·norm)); an empty memory has the norm of length 0
-            once = min(
-                weights.values(), default=(lexical.K1 + 1) / (1 + lexical.K1 * (1 - lexical.B))
-            )
-            k_norm = (lexical.K1 + 1) / once - 1
+            k1 = lexical.K1
+            once = min(weights.values(), default=(k1 + 1) / (1 + k1 * (1 - lexical.B)))
+            k_norm = (k1 + 1) / once - 1
             for i, tf in Counter(context).items():
-                weights[i] = weights.get(i, 0.0) + lexical.CONTEXT_WEIGHT * tf * (
-                    lexical.K1 + 1
-                ) / (tf + k_norm)
+                saturated = tf * (k1 + 1) / (tf + k_norm)
+                weights[i] = weights.get(i, 0.0) + lexical.CONTEXT_WEIGHT * saturated
         indices = sorted(weights)
         return indices, [weights[i] for i in indices]
 

@@ -243,9 +243,8 @@ class Collections:
         dense = qm.VectorParams(size=size, distance=qm.Distance.COSINE)
         vectors: Any = dense
         sparse = None
-        extra["lexical"] = (
-            self.sparse.version
-        )  # a memory collection's scheme; the manifest's: the store's
+        # the sparse scheme: a memory collection's, and on the manifest the store's
+        extra["lexical"] = self.sparse.version
         if space is not None:  # a memory collection: named dense + sparse lexical vectors
             vectors = {lexical.DENSE: dense}
             sparse = {lexical.SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}

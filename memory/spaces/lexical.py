@@ -1,7 +1,10 @@
 """The sparse lexical half of hybrid search, shared by the Qdrant adapter and the test fake.
 
 Every memory space holds two vectors per memory: the embedder's dense vector and a sparse lexical
-vector (named ``lexical``) of BM25 term weights. Terms are ``embedders.terms``: NFKC-folded, accents
+vector (named ``lexical``) of BM25 term weights. Two sparse schemes make it (``ports.SparseEncoder``):
+this module's (``ENCODER``, ``VERSION``), the scheme of every store made before the choice and the
+test fake's default, and Qdrant's own BM25 (``memory.adapters.qdrant_bm25``), a new store's default;
+a store keeps the one it records. This module's terms are ``embedders.terms``: NFKC-folded, accents
 stripped, English and Italian stopwords dropped, a light suffix stemmer ("moved"/"moving" → "mov",
 "gatti"/"gatto" → "gatt"); the speaker's login is indexed with the text, so a memory is also found
 by who said it. A term's weight in a document is BM25's saturated term frequency
