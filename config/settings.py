@@ -95,8 +95,8 @@ class MemorySettings(_Section):
     #: the sparse vectors of hybrid search of a new store (an existing store keeps the scheme its
     #: manifest records): ``qdrant-bm25`` (Qdrant's own BM25 with Snowball English/Italian
     #: stemmers, ``memory.adapters.qdrant_bm25``) or ``lexical`` (``memory.spaces.lexical``, every
-    #: store made before this choice). LoCoMo R@5, offline embedder: development half 0.604 against
-    #: 0.600, held-out half 0.588 against 0.577; synthetic stream 0.970 both (docs/evaluation.md)
+    #: store made before this choice). LoCoMo R@5, offline embedder: development half 0.623 against
+    #: 0.600, held-out half 0.598 against 0.577; synthetic stream 0.970 both (docs/evaluation.md)
     sparse_scheme: Literal["lexical", "qdrant-bm25"] = "qdrant-bm25"
     #: items returned per recall query
     recall_limit: int = Field(10, ge=1)
