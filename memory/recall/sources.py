@@ -15,12 +15,13 @@ other viewers' statements are shown as theirs: what that ablation measures. Prof
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from memory import errors, identity, models
-from memory.spaces import records
+from memory.spaces import lexical, records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -175,13 +176,32 @@ class ProfileSource:
         ]
 
 
+def window_first(
+    whole: Sequence[models.RecallItem], inside: Sequence[models.RecallItem]
+) -> list[models.RecallItem]:
+    """The items of a whole-space search and of a search inside a time window, by reciprocal rank
+    fusion of the two rankings (``lexical.fuse``, the store's own formula): a memory said in the
+    window is in both and ranks above the whole-space best unless it matches the words far worse;
+    one outside it keeps its place among the others. The fused order takes the whole-space
+    search's scores, best first (context assembly sorts by score, so the order holds and the scale
+    stays the other sources'); an item past them takes the lowest."""
+    fused = lexical.fuse([[i.memory_id for i in whole], [i.memory_id for i in inside]])
+    by_id = {i.memory_id: i for i in (*inside, *whole)}
+    order = sorted(by_id, key=lambda memory_id: -fused[memory_id])
+    scores = sorted((i.score for i in whole), reverse=True) or [i.score for i in inside[:1]]
+    scores += scores[-1:] * (len(order) - len(scores))
+    return [dataclasses.replace(by_id[m], score=s) for m, s in zip(order, scores, strict=True)]
+
+
 class RecallSource:
     """Targeted recall in the viewer's own personal space (``shared``: in the one shared personal
     space, no author filter — the naive design, for the ``no_attribution_split`` ablation).
 
-    A source with a ``window`` (a time-scoped question) searches inside it first, and the whole
-    space when nothing in it is found; ``past`` (a question about the past) searches superseded
-    memories too."""
+    A source with a ``window`` (a time-scoped question) searches the whole space and inside the
+    window, and fuses the two rankings (``window_first``): what was said in the window and matches
+    the words ranks first, the best answer from outside it stays near the top (the words may be
+    approximate, or relative to another moment than now); ``past`` (a question about the past)
+    searches superseded memories too."""
 
     def __init__(self, spaces: ports.MemorySpaces, *, limit: int, shared: bool = False) -> None:
         self.spaces = spaces
@@ -193,11 +213,11 @@ class RecallSource:
     ) -> list[models.RecallItem]:
         login, user_id = _viewer(source)
         space = identity.personal_space_key(user_id, attribution_split=not self.shared)
-        items = await self._search(space, source, login, user_id, window=source.window)
-        if not items and source.window is not None:
-            # nothing said in the window the question names: the words were approximate
-            items = await self._search(space, source, login, user_id, window=None)
-        return items
+        whole = await self._search(space, source, login, user_id, window=None)
+        if source.window is None:
+            return whole
+        inside = await self._search(space, source, login, user_id, window=source.window)
+        return window_first(whole, inside)[: self.limit]
 
     async def _search(
         self,
