@@ -236,3 +236,24 @@ async def test_last_stream_searches_the_previous_streams_episodes(spaces: Any) -
         planned = dataclasses.replace(query, stream=stream)
         found = await retriever.retrieve(models.Plan(sources=(planned,)), batch, [])
         assert [expected in i.text for i in found.items] == [True]
+
+
+async def test_the_block_shows_the_newer_of_two_long_statements_on_one_subject_first(
+    spaces: Any,
+) -> None:
+    older = said(
+        "Cool, thanks for the suggestions! By the way, I've been using my Fitbit Charge 3 for 6 "
+        "months now, and it keeps me on track with my daily steps, any tips for lazy Sundays?",
+        80,
+    )
+    newer = said(
+        "I've been working on a bedtime routine and I think screens before bed affect my sleep. "
+        "By the way, my Fitbit Charge 3 says I sleep badly, and I've had it for 9 months.",
+        2,
+    )
+    await spaces.upsert([older, newer, *WEEKS])
+    result = await ask(spaces, "How long have I been using my Fitbit Charge 3?")
+    shown = recalled(result)
+    assert shown.index(newer.text) < shown.index(older.text)
+    lines = [line for line in result.block.splitlines() if "Fitbit" in line]
+    assert lines[0].startswith("- [alice · 2 days ago] ")
