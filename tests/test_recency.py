@@ -102,3 +102,12 @@ def test_a_question_about_an_event_keeps_its_telling_first() -> None:
     assert recency.asks_state("How many pages have I read so far?")
     assert recency.asks_state("dove tengo attualmente le scarpe?")
     assert not recency.asks_state(question)
+
+
+def test_a_past_tense_question_about_an_event_leaves_recency_off() -> None:
+    rome, turin = hit("I live in Rome", 1.5, 0), hit("I live in Turin these days", 1.0, 7)
+    assert texts(recency.recent_first("where do I live?", [rome, turin]))[0] == turin.record.text
+    before = recency.recent_first("where did I live before?", [rome, turin])
+    assert texts(before)[0] == rome.record.text
+    assert recency.asks_event("What did Caroline research?")
+    assert not recency.asks_event("How many pages did I read so far?")

@@ -20,13 +20,14 @@ memories are comparable when
   differ in a dozen others, so their fused ranks lie far apart and their matched terms are seldom
   exactly the same: the first rule never compared them (LongMemEval's knowledge-update questions).
 
-A count, an amount, a duration, a frequency or what is current changes over time, so the
-latest statement of it holds; a question about an event ("what did Caroline research?") is
-answered by the event's own telling, and later mentions of its subject are retellings, so the
-subject rule leaves it alone (LoCoMo's development half: R@1 0.377 → 0.290 with the rule on every
-question). A question about *when* something happened ("when did I move to Turin?", "quando …") is left
-alone: the statement made at the time answers it, not the newest retelling (LoCoMo's temporal
-questions; ``asks_when``). An old memory that is the only answer is never buried: a newer one joins its group only by
+A count, an amount, a duration, a frequency or what is current changes over time, so the latest
+statement of it holds; a question about an event ("what did Caroline research?") is answered by
+the event's own telling, and later mentions of its subject are retellings: the subject rule is
+for questions about a state only (LoCoMo's development half: R@1 0.377 → 0.290 with it on every
+question). A question about an event in the past tense (``asks_event``: "what did …", "where was
+…", naming no state) and one about *when* something happened (``asks_when``: "when did I move to
+Turin?", "quando …") are left alone by both rules. An old memory that is the only answer is never
+buried: a newer one joins its group only by
 matching the same query terms. The groups' order is kept in the scores: the reordered hits take
 the original scores best first, so context assembly, which sorts by score, shows the same order.
 A re-rank in Python over the fetched candidates, the same on a Qdrant server and embedded.
@@ -64,6 +65,8 @@ _STATE = re.compile(
     r"|adesso|ora|ancora|finora|ultimamente|al momento)\b",
     re.IGNORECASE,
 )
+#: a past-tense question (EN): about an event unless it names a state
+_EVENT = re.compile(r"\b(?:did|was|were)\b", re.IGNORECASE)
 #: the memory kinds recency ranks (a viewer's own; episodes and lore keep their scores)
 RECENT_KINDS = frozenset(
     {records.MemoryKind.PERSONAL, records.MemoryKind.FACT, records.MemoryKind.CORRECTION}
@@ -120,6 +123,13 @@ def asks_state(query: str) -> bool:
     return _STATE.search(query) is not None
 
 
+def asks_event(query: str) -> bool:
+    """A question about an event, in the past tense and naming no state ("what did Caroline
+    research?", "where was Tim last week?"): its own telling answers it, later mentions of its
+    subject are retellings."""
+    return _EVENT.search(query) is not None and not asks_state(query)
+
+
 def asks_when(query: str) -> bool:
     """A question about when something happened ("when did I move?", "quando…"): answered by
     the statement made at the time, not by the newest retelling, so recency leaves it alone."""
@@ -133,7 +143,7 @@ def recent_first(
     ``band``: ``RECENCY_BAND`` when None (above 1: the same-terms rule never groups)."""
     band = RECENCY_BAND if band is None else band
     ordered = sorted(hits, key=lambda h: (-h.score, -h.record.said_at.timestamp(), h.record.id))
-    if asks_when(query):
+    if asks_when(query) or asks_event(query):
         return ordered
     terms = {lexical.term_id(t) for t in embedders.terms(query)}
     state = asks_state(query)
