@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from memory.spaces import records
-from memory.spaces import store as spaces_module
+from memory.spaces import recency, records
 from tests.test_spaces import ALICE, BOB, T0, record, store
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ async def test_of_two_comparable_answers_the_newer_ranks_first(
     await store.upsert([old, new])
     hits = await store.search(ALICE, "where do I live", limit=2)
     assert [h.record.id for h in hits] == [new.id, old.id]
-    monkeypatch.setattr(spaces_module, "RECENCY_BAND", 2.0)  # without recency: the old first
+    monkeypatch.setattr(recency, "RECENCY_BAND", 2.0)  # without recency: the old first
     hits = await store.search(ALICE, "where do I live", limit=2)
     assert [h.record.id for h in hits] == [old.id, new.id]
 

@@ -15,12 +15,13 @@ other viewers' statements are shown as theirs: what that ablation measures. Prof
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from memory import errors, identity, models
-from memory.spaces import records
+from memory.spaces import lexical, records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,6 +38,8 @@ logger = logging.getLogger(__name__)
 Scope = Literal["viewer", "stream", "batch", "global"]
 #: episodic and lore hits scoring under this share of the best hit are dropped
 RELATIVE_FLOOR = 0.5
+#: a time-scoped recall ranks this many times its limit of candidates before the window lifts some
+WINDOW_CANDIDATES = 2
 PERSONAL_KINDS = frozenset(
     {records.MemoryKind.PERSONAL, records.MemoryKind.FACT, records.MemoryKind.CORRECTION}
 )
@@ -175,13 +178,32 @@ class ProfileSource:
         ]
 
 
+def window_first(
+    items: Sequence[models.RecallItem], window: models.TimeWindow
+) -> list[models.RecallItem]:
+    """``items`` (a whole-space search, best first) with what was said in ``window`` lifted: the
+    ranking fused by reciprocal rank (``lexical.fuse``, the store's own formula) with the ranking
+    of the items said in the window, so one said there ranks above the whole-space best unless it
+    matches the words far worse, and one outside it keeps its place among the others. The window
+    orders what the words found, it adds nothing they did not. The fused order takes the search's
+    scores, best first (context assembly sorts by score, so the order holds and the scale stays
+    the other sources')."""
+    inside = [i.memory_id for i in items if i.said_at is not None and window.contains(i.said_at)]
+    fused = lexical.fuse([[i.memory_id for i in items], inside])
+    order = sorted(items, key=lambda item: -fused[item.memory_id])
+    scores = sorted((i.score for i in items), reverse=True)
+    return [dataclasses.replace(i, score=s) for i, s in zip(order, scores, strict=True)]
+
+
 class RecallSource:
     """Targeted recall in the viewer's own personal space (``shared``: in the one shared personal
     space, no author filter — the naive design, for the ``no_attribution_split`` ablation).
 
-    A source with a ``window`` (a time-scoped question) searches inside it first, and the whole
-    space when nothing in it is found; ``past`` (a question about the past) searches superseded
-    memories too."""
+    A source with a ``window`` (a time-scoped question) searches the whole space for twice its
+    limit and lifts what was said in the window (``window_first``): what matches the words and was
+    said then ranks first, the best answer from outside it stays near the top (the words may be
+    approximate, or relative to another moment than now); ``past`` (a question about the past)
+    searches superseded memories too."""
 
     def __init__(self, spaces: ports.MemorySpaces, *, limit: int, shared: bool = False) -> None:
         self.spaces = spaces
@@ -193,11 +215,13 @@ class RecallSource:
     ) -> list[models.RecallItem]:
         login, user_id = _viewer(source)
         space = identity.personal_space_key(user_id, attribution_split=not self.shared)
-        items = await self._search(space, source, login, user_id, window=source.window)
-        if not items and source.window is not None:
-            # nothing said in the window the question names: the words were approximate
-            items = await self._search(space, source, login, user_id, window=None)
-        return items
+        if source.window is None:
+            return await self._search(space, source, login, user_id, limit=self.limit)
+        # a time-scoped question: the window lifts what was said in it among twice the candidates
+        found = await self._search(
+            space, source, login, user_id, limit=WINDOW_CANDIDATES * self.limit
+        )
+        return window_first(found, source.window)[: self.limit]
 
     async def _search(
         self,
@@ -206,14 +230,13 @@ class RecallSource:
         login: str,
         user_id: str,
         *,
-        window: records.TimeWindow | None,
+        limit: int,
     ) -> list[models.RecallItem]:
         hits = await self.spaces.search(
             space,
             source.query,
-            limit=self.limit,
+            limit=limit,
             kinds=PERSONAL_KINDS,
-            window=window,
             include_superseded=source.past,
         )
         items = []

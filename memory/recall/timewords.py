@@ -6,9 +6,10 @@ to recall) for a time expression — "last week", "yesterday", "last stream", "a
 stream", "two weeks ago", "3 days ago", "this morning", "la settimana scorsa", "ieri", "l'ultima
 live", "all'inizio della live", "due settimane fa", "stamattina" … — and puts its window on the
 viewer's ``recall`` source (and on ``episodic`` when the window reaches into this stream; a question
-about the last stream searches that stream's episodes instead). Retrieval
-searches inside the window first and, when nothing is stored in it, without it: an approximate
-expression never hides the answer (``sources.RecallSource``).
+about the last stream searches that stream's episodes instead). The
+viewer's recall lifts what was said in the window among the whole space's best candidates, so it
+ranks first and an approximate expression never hides the answer (``sources.window_first``); the
+episodes search inside it, and without it when nothing is there.
 
 Every window is relative to the turn's chat time (the batch's newest message, never the wall
 clock) in UTC calendar days. "last stream" is the channel's previous stream as the viewer directory

@@ -23,18 +23,12 @@ Dense cosine similarity over an over-fetched candidate set, then:
   lines, offline embedder): a weight of 0.1 changed one query of 40 at recall@1 and none at
   recall@3, since that embedder is already lexical and its misses share no word with the memory.
   So ``LEXICAL_WEIGHT`` is 0 (off); the knob stays for semantic embedders, unmeasured here.
-* **recency** — among a viewer's own memories (personal, fact, correction) that answer the query
-  comparably, the newer ranks first: going down the ranking, a memory that matches the same query
-  terms (at least one: text, speaker, answered question) as the memory above that opened its group, and scores at least ``RECENCY_BAND`` of that
-  one's score, joins the group, and each group is ordered newest first (``said_at``). Fused scores
-  are ranks (``spaces.lexical``), so two near-identical answers ("I live in Rome", "I live in
-  Turin these days") score 1.5 and 1.0 whatever their raw similarities: a score-proportional
-  decay could not tell them comparable without lifting an irrelevant new memory over the one real
-  answer. An old memory that is the only answer is never buried: the others match other query
-  terms (or none) and score below the band. A re-rank in Python over the fetched candidates, the
-  same on a Qdrant server and embedded (no formula query). LoCoMo's development half: R@5 0.608
-  without recency, 0.606 / 0.605 / 0.606 at bands 0.5 / 0.66 / 0.8 (``docs/evaluation.md``); 2/3
-  is the smallest band that groups two answers ranked alike in every ranking.
+* **recency** — among a viewer's own memories that answer the query comparably (the same query
+  terms within ``recency.RECENCY_BAND``, or, for a question about a state that changes, the same
+  subject of the query within ``recency.SUBJECT_BAND``), the newer ranks first; an old memory
+  that is the only answer keeps its place (``spaces.recency``). A re-rank in Python over the
+  fetched candidates, the same on a Qdrant server and embedded (no formula query); the reordered
+  hits take the scores best first.
 * ``kinds`` filters on the record kind *after* corrections are applied: pass
   ``{PERSONAL, FACT, CORRECTION}`` to get a viewer's memories including corrected ones.
 """
@@ -49,7 +43,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory import errors, identity
-from memory.spaces import embedders, lexical, records
+from memory.spaces import embedders, lexical, recency, records
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping, Sequence
@@ -64,14 +58,6 @@ KINDS = ("viewer", "stream", "lore")
 CORRECTION_BOOST = 0.2
 #: weight of the lexical overlap (0..1) added to the dense score (measured: no gain, so off)
 LEXICAL_WEIGHT = 0.0
-#: recency: a viewer's memory that matches the same query terms and scores at least this share of
-#: a higher one's score is "comparable" to it, and the newer of them ranks first (``rank``). 2/3 is
-#: the fused score of the second place over the first when both rank alike in every ranking
-RECENCY_BAND = 0.66
-#: the memory kinds recency ranks (a viewer's own; episodes and lore keep their scores)
-RECENT_KINDS = frozenset(
-    {records.MemoryKind.PERSONAL, records.MemoryKind.FACT, records.MemoryKind.CORRECTION}
-)
 #: payload keys that are not ``MemoryRecord`` fields
 TENANT_KEY = "tenant"
 CORRECTED_BY_KEY = "corrected_by"
@@ -298,51 +284,4 @@ def rank(
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
         hits.append(records.MemoryHit(record=record, score=score))
-    return recent_first(query, hits, sparse=sparse)[:limit]
-
-
-def indexed_terms(
-    record: records.MemoryRecord, sparse: ports.SparseEncoder = lexical.ENCODER
-) -> set[int]:
-    """The term ids a memory is found by lexically in the ``sparse`` scheme: its text's, its
-    speaker's login's and the question's it answers (``ports.SparseEncoder.document``)."""
-    login = record.login.replace("_", " ") if record.login else ""
-    return set(sparse.query(f"{record.text} {login}")[0]) | set(record.context_terms)
-
-
-def recent_first(
-    query: str,
-    hits: Sequence[records.MemoryHit],
-    *,
-    band: float | None = None,
-    sparse: ports.SparseEncoder = lexical.ENCODER,
-) -> list[records.MemoryHit]:
-    """The hits best first, comparable answers of a viewer newest first (``rank``).
-
-    Going down the ranking, a viewer's own memory joins the group of the one that opened it when
-    it matches the same query terms (``indexed_terms``; at least one) and scores at least ``band`` × that one's score; each group is
-    ordered newest first (``said_at``), groups keep their order. ``band`` 1: recency only breaks
-    exact ties."""
-    band = RECENCY_BAND if band is None else band
-    ordered = sorted(hits, key=lambda h: (-h.score, -h.record.said_at.timestamp(), h.record.id))
-    terms = set(sparse.query(query)[0])
-    groups: list[list[tuple[records.MemoryHit, frozenset[int]]]] = []
-    for hit in ordered:
-        matched = frozenset(indexed_terms(hit.record, sparse) & terms)
-        head = groups[-1][0] if groups else None
-        if (
-            head is not None
-            and matched
-            and hit.record.kind in RECENT_KINDS
-            and head[0].record.kind in RECENT_KINDS
-            and matched == head[1]
-            and hit.score >= band * head[0].score
-        ):
-            groups[-1].append((hit, matched))
-        else:
-            groups.append([(hit, matched)])
-    return [
-        hit
-        for group in groups
-        for hit, _ in sorted(group, key=lambda pair: -pair[0].record.said_at.timestamp())
-    ]
+    return recency.recent_first(query, hits, sparse=sparse)[:limit]
