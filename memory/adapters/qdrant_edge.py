@@ -72,6 +72,8 @@ class EdgeEngine:
         self._sides: dict[str, dict[str, Any]] = {}
         #: when each shard was last flushed (monotonic seconds)
         self._flushed: dict[str, float] = {}
+        #: shards written since they were loaded: ``close`` settles them (``edge_shards.settle``)
+        self._written: set[str] = set()
         self._write_locks: dict[str, asyncio.Lock] = {}
         #: calls in flight per shard, and the condition a vacuum waits on for them to end
         self._inflight: dict[str, int] = {}
@@ -268,20 +270,36 @@ class EdgeEngine:
                 await asyncio.to_thread(shard.close)
                 await asyncio.to_thread(edge_shards.swap, folder)
                 self._shards[collection_name] = await asyncio.to_thread(
-                    edge_shards.load, folder, self.root
+                    edge_shards.load, folder, self.root, side
                 )
+                self._written.add(collection_name)  # optimized at close
         return 1
 
     async def close(self, **kwargs: Any) -> None:
-        """Flush and close every shard, then release the root."""
+        """Settle the shards written to (or of the previous release), flush and close every
+        shard, then release the root."""
         try:
             while self._shards:
-                _, shard = self._shards.popitem()
-                await asyncio.to_thread(edge_shards.close, shard)
+                name, shard = self._shards.popitem()
+                try:
+                    side = self._side(name)
+                    if name in self._written or side.get("placement") != edge_models.PLACEMENT:
+                        began = time.monotonic()
+                        if await asyncio.to_thread(
+                            edge_shards.settle, shard, self._folder(name), side
+                        ):
+                            logger.info(
+                                "embedded Qdrant: segments of %s optimized in %.1f s",
+                                name,
+                                time.monotonic() - began,
+                            )
+                finally:
+                    await asyncio.to_thread(edge_shards.close, shard)
         finally:
             self._unlock()
 
     async def _update(self, name: str, operation: edge.UpdateOperation) -> None:
+        self._written.add(name)
         now = time.monotonic()
         flush = now - self._flushed.setdefault(name, now) >= FLUSH_SECONDS
         if flush:
@@ -315,7 +333,7 @@ class EdgeEngine:
                 if not self._side_path(name).is_file():
                     raise ValueError(f"Collection {name} not found")
                 self._shards[name] = await asyncio.to_thread(
-                    edge_shards.load, self._folder(name), self.root
+                    edge_shards.load, self._folder(name), self.root, self._side(name)
                 )
             return self._shards[name]
 
