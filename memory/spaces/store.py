@@ -289,27 +289,35 @@ def rank(
             best[record.id] = (record, score)
     terms = set(embedders.terms(query)) if lexical_weight else set()
     hits: list[records.MemoryHit] = []
+    text_terms: dict[str, list[str]] = {}  # each text tokenized once (overlap, then grouping)
     for record, dense in best.values():
         if kinds is not None and record.kind not in kinds:
             continue
-        score = dense + lexical_weight * lexical_overlap(terms, record.text)
+        words = text_terms[record.id] = embedders.terms(record.text)
+        present = set(words)
+        overlap = sum(1 for t in terms if t in present) / len(terms) if terms else 0.0
+        score = dense + lexical_weight * overlap
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
         hits.append(records.MemoryHit(record=record, score=score))
-    return recent_first(query, hits)[:limit]
+    return recent_first(query, hits, text_terms=text_terms)[:limit]
 
 
-def indexed_terms(record: records.MemoryRecord) -> set[int]:
-    """The term ids a memory is found by lexically: its text's, its speaker's login's and the
-    question's it answers (``lexical.document``)."""
-    words = embedders.terms(record.text)
+def indexed_terms(record: records.MemoryRecord, words: Sequence[str] | None = None) -> set[int]:
+    """The term ids a memory is found by lexically: its text's (``words``, when already
+    tokenized), its speaker's login's and the question's it answers (``lexical.document``)."""
+    words = list(embedders.terms(record.text) if words is None else words)
     if record.login:
         words += embedders.terms(record.login.replace("_", " "))
     return {lexical.term_id(t) for t in words} | set(record.context_terms)
 
 
 def recent_first(
-    query: str, hits: Sequence[records.MemoryHit], *, band: float | None = None
+    query: str,
+    hits: Sequence[records.MemoryHit],
+    *,
+    band: float | None = None,
+    text_terms: Mapping[str, Sequence[str]] | None = None,
 ) -> list[records.MemoryHit]:
     """The hits best first, comparable answers of a viewer newest first (``rank``).
 
@@ -322,7 +330,8 @@ def recent_first(
     terms = {lexical.term_id(t) for t in embedders.terms(query)}
     groups: list[list[tuple[records.MemoryHit, frozenset[int]]]] = []
     for hit in ordered:
-        matched = frozenset(indexed_terms(hit.record) & terms)
+        words = None if text_terms is None else text_terms.get(hit.record.id)
+        matched = frozenset(indexed_terms(hit.record, words) & terms)
         head = groups[-1][0] if groups else None
         if (
             head is not None
