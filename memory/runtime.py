@@ -99,6 +99,26 @@ async def _open_cache_and_history(
     )
 
 
+async def _open_spaces(settings: Settings, embedder: ports.Embedder) -> qdrant.QdrantSpaces:
+    """The memory spaces, their embedded shards loaded (``preload``)."""
+    spaces = await qdrant.open_spaces(settings, embedder)
+    try:
+        await spaces.preload()
+    except BaseException:
+        await spaces.close()
+        raise
+    return spaces
+
+
+async def _close_when_open(opening: asyncio.Task[qdrant.QdrantSpaces]) -> None:
+    """Close the spaces ``opening`` opened; an opening that failed is raised where it is awaited."""
+    try:
+        spaces = await opening
+    except BaseException:
+        return
+    await spaces.close()
+
+
 def _chat_model(settings: Settings) -> ports.ChatModel:
     from memory.adapters import ollama as ollama_adapter  # not imported by --no-llm runs
 
@@ -149,12 +169,16 @@ async def lifespan(
     worker as a task of this process.
     """
     async with contextlib.AsyncExitStack() as stack:
-        db = await stack.enter_async_context(migrate.open_database(settings))
-        store = transcript.Transcript(db)
-        shared_cache, raw_history = await _open_cache_and_history(settings, stack)
         metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
         reliability = metrics_module.ReliabilityMetrics(metrics.registry)
         stack.enter_context(outage.counted(reliability))
+        embedder = await embedders.build_embedder(settings)
+        # the memory store opens (the embedded shards load in worker threads) while Postgres does
+        opening = asyncio.create_task(_open_spaces(settings, embedder))
+        stack.push_async_callback(_close_when_open, opening)
+        db = await stack.enter_async_context(migrate.open_database(settings))
+        store = transcript.Transcript(db)
+        shared_cache, raw_history = await _open_cache_and_history(settings, stack)
         # turns go on when Redis is down: the transcript stands in for the working history
         history = working.Fallback(
             raw_history,
@@ -165,10 +189,7 @@ async def lifespan(
         wants_model = role == "bot" or settings.ollama.extract_facts
         no_llm = no_llm or not settings.ollama.enabled
         model = None if no_llm or not wants_model else _chat_model(settings)
-        embedder = await embedders.build_embedder(settings)
-        memory_spaces = await qdrant.open_spaces(settings, embedder)
-        stack.push_async_callback(memory_spaces.close)
-        await memory_spaces.preload()
+        memory_spaces = await opening
         profiles = profile.ProfileStore(db)
         # the bot's viewer directory, also its stream calendar (the planner's and ``earlier``'s)
         viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()

@@ -241,11 +241,22 @@ class EdgeEngine:
     # -- engine --------------------------------------------------------------------------------
 
     async def warm(self, names: Collection[str]) -> int:
-        """Load the stored shards of ``names`` not loaded yet; returns how many it loaded."""
-        wanted = [n for n in dict.fromkeys(names) if n not in self._shards]
-        wanted = [n for n in wanted if self._side_path(n).is_file()]
-        for name in wanted:
-            await self._shard(name)
+        """Load the stored shards of ``names`` not loaded yet, side by side in worker threads;
+        returns how many it loaded."""
+        async with self._opening:
+            wanted = [n for n in dict.fromkeys(names) if n not in self._shards]
+            wanted = [n for n in wanted if self._side_path(n).is_file()]
+            loads = [
+                asyncio.to_thread(edge_shards.load, self._folder(n), self.root, self._side(n))
+                for n in wanted
+            ]
+            loaded = await asyncio.gather(*loads, return_exceptions=True)
+            for name, shard in zip(wanted, loaded, strict=True):
+                if isinstance(shard, edge.EdgeShard):
+                    self._shards[name] = shard
+            for failed in loaded:
+                if isinstance(failed, BaseException):
+                    raise failed
         return len(wanted)
 
     def open_names(self) -> list[str]:
@@ -277,26 +288,33 @@ class EdgeEngine:
 
     async def close(self, **kwargs: Any) -> None:
         """Settle the shards written to (or of the previous release), flush and close every
-        shard, then release the root."""
+        shard (side by side), then release the root."""
         try:
-            while self._shards:
-                name, shard = self._shards.popitem()
-                try:
-                    side = self._side(name)
-                    if name in self._written or side.get("placement") != edge_models.PLACEMENT:
-                        began = time.monotonic()
-                        if await asyncio.to_thread(
-                            edge_shards.settle, shard, self._folder(name), side
-                        ):
-                            logger.info(
-                                "embedded Qdrant: segments of %s optimized in %.1f s",
-                                name,
-                                time.monotonic() - began,
-                            )
-                finally:
-                    await asyncio.to_thread(edge_shards.close, shard)
+            shards, self._shards = self._shards, {}
+            closed = await asyncio.gather(
+                *(self._close(name, shard) for name, shard in shards.items()),
+                return_exceptions=True,
+            )
+            for failed in closed:
+                if isinstance(failed, BaseException):
+                    raise failed
         finally:
             self._unlock()
+
+    async def _close(self, name: str, shard: edge.EdgeShard) -> None:
+        try:
+            side = self._side(name)
+            if name in self._written or side.get("placement") != edge_models.PLACEMENT:
+                began = time.monotonic()
+                folder = self._folder(name)
+                if await asyncio.to_thread(edge_shards.settle, shard, folder, side):
+                    logger.info(
+                        "embedded Qdrant: segments of %s optimized in %.1f s",
+                        name,
+                        time.monotonic() - began,
+                    )
+        finally:
+            await asyncio.to_thread(edge_shards.close, shard)
 
     async def _update(self, name: str, operation: edge.UpdateOperation) -> None:
         self._written.add(name)

@@ -46,6 +46,6 @@ def install() -> bool:
         return False
     if not callable(getattr(module, "update_forward_refs", None)):
         return False
-    module.update_forward_refs = _deferred
+    setattr(module, "update_forward_refs", _deferred)
     sys.modules[_COMPAT] = module
     return True
