@@ -61,6 +61,15 @@ class EdgeClient(AsyncQdrantClient):
         self.engine = EdgeEngine(root)
         self._client = self.engine  # type: ignore[assignment]
 
+    async def query_points(  # type: ignore[override]
+        self, collection_name: str, query: Any = None, **kwargs: Any
+    ) -> rest.QueryResponse:
+        """Straight to the engine: qdrant-client's own step walks the query and its prefetches
+        looking for documents to embed (inference, which Edge does not do) and wraps the dense
+        query's floats in a validated model again: ~5 % of a search's Python (issue 21, session 6).
+        ``edge_models.query_request`` reads the plain forms (a list, a sparse vector, a model)."""
+        return await self.engine.query_points(collection_name, query=query, **kwargs)
+
 
 class EdgeEngine:
     """The Edge shards of one root; plays qdrant-client's ``_client`` role for ``EdgeClient``."""
