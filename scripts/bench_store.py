@@ -28,7 +28,8 @@ from memory.eval import harness, scale
 
 
 def disk_mb(folder: Path) -> float:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+    """Allocated, as ``du`` counts it (Edge preallocates sparse files: their size overstates)."""
+    return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
 async def measure_folder(data_dir: Path, viewers: int, row: dict[str, Any]) -> dict[str, Any]:
