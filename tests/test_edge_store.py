@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import qdrant_edge as edge
@@ -104,3 +105,58 @@ async def test_the_shared_shards_load_at_start_so_no_turn_waits_for_them(tmp_pat
     async with edge_spaces(tmp_path / "per", "per_space") as spaces:
         await spaces.upsert([record(ALICE, "I live in Turin")])
         assert await spaces.preload() == 0  # a shard per viewer loads when used
+
+
+def _previous_release(shard: Path) -> None:
+    """Put ``shard`` back the way the previous release left shards: Edge's default placement
+    (vectors and payload indexes in RAM), no placement mark in its side file."""
+    side = json.loads((shard / "collection.json").read_text(encoding="utf-8"))
+    del side["placement"]
+    (shard / "collection.json").write_text(json.dumps(side), encoding="utf-8")
+    dense = edge.EdgeVectorParams(size=384, distance=edge.Distance.Cosine)
+    sparse = edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)
+    old = edge.EdgeConfig(vectors={"dense": dense}, sparse_vectors={"lexical": sparse})
+    loaded = edge.EdgeShard.load(str(shard), old)
+    for field, index in side["indexes"].items():
+        params: Any = {"keyword": edge.PayloadSchemaType.Keyword}.get(index["type"])
+        if index.get("is_tenant"):
+            params = edge.KeywordIndexParams(is_tenant=True)
+        loaded.update(
+            edge.UpdateOperation.create_field_index(
+                field, params or edge.PayloadSchemaType.Datetime
+            )
+        )
+    loaded.flush()
+    loaded.close()
+
+
+def _placements(shard: Path) -> set[str | None]:
+    found: set[str | None] = set()
+    for config in shard.glob("segments/*/payload_index/config.json"):
+        fields = json.loads(config.read_text(encoding="utf-8"))["indexed_fields"]
+        found |= {f.get("memory") if isinstance(f, dict) else None for f in fields.values()}
+    vectors = json.loads((shard / "edge_config.json").read_text(encoding="utf-8"))["vectors"]
+    return found | {vectors["dense"].get("memory")}
+
+
+async def test_a_shard_of_the_previous_release_opens_and_moves_to_disk_at_close(
+    tmp_path: Path,
+) -> None:
+    memories = [record(ALICE, "I live in Turin"), record(ALICE, "my cat is called Miso")]
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert(memories)
+        name = spaces.collection(ALICE)
+    shard = tmp_path / "edge" / name
+    assert _placements(shard) == {"cold"}
+    _previous_release(shard)
+    assert _placements(shard) == {None}
+    async with edge_spaces(tmp_path, "shared") as spaces:  # read only: settled at close anyway
+        assert sorted(await spaces.get(ALICE, [m.id for m in memories]), key=memories.index) == (
+            memories
+        )
+        assert [h.record.id for h in await spaces.search(ALICE, "Turin")][:1] == [memories[0].id]
+    assert _placements(shard) == {"cold"}
+    side = json.loads((shard / "collection.json").read_text(encoding="utf-8"))
+    assert side["placement"] == 1
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.count(ALICE) == 2

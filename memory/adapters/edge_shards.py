@@ -66,13 +66,33 @@ def apply(shard: edge.EdgeShard, operation: edge.UpdateOperation, flush: bool) -
 
 
 def create(folder: Path, side: dict[str, Any]) -> edge.EdgeShard:
+    side["placement"] = edge_models.PLACEMENT
     with translated(folder.parent):
-        return edge.EdgeShard.create(str(folder), edge_models.config(side))
+        return edge.EdgeShard.create(str(folder), edge_models.config(side, folder.name))
 
 
-def load(folder: Path, root: Path) -> edge.EdgeShard:
+def load(folder: Path, root: Path, side: dict[str, Any]) -> edge.EdgeShard:
+    """Open a shard with this release's placement (``edge_models.config``): Edge records it, and
+    the segments it makes from now on follow it (``settle`` moves the older ones)."""
     with translated(root):
-        return edge.EdgeShard.load(str(folder))
+        return edge.EdgeShard.load(str(folder), edge_models.config(side, folder.name))
+
+
+def settle(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> bool:
+    """Before a written shard closes: a shard of the previous release gets its payload indexes
+    re-created on disk; then Edge's optimizers turn the segments written since into immutable
+    ones (on disk, tenants together, indexes built), so the next ``load`` maps them instead of
+    rebuilding their indexes in RAM. Run at close because ``optimize`` holds the GIL: a running
+    bot would stop for it. Returns whether segments changed."""
+    with translated(folder.parent):
+        if side.get("placement") != edge_models.PLACEMENT:
+            for field in side["indexes"]:
+                shard.update(edge_models.index_operation(field, side))
+        changed = shard.optimize()
+    if side.get("placement") != edge_models.PLACEMENT:
+        side["placement"] = edge_models.PLACEMENT
+        write_side(folder, side)
+    return changed
 
 
 def close(shard: edge.EdgeShard) -> None:
@@ -92,7 +112,8 @@ def rebuild(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> None:
     """Copy the live points of ``shard`` into a new shard beside it (closed when complete)."""
     target = folder.with_name(folder.name + VACUUM)
     shutil.rmtree(target, ignore_errors=True)
-    fresh = edge.EdgeShard.create(str(target), edge_models.config(side))
+    side["placement"] = edge_models.PLACEMENT
+    fresh = edge.EdgeShard.create(str(target), edge_models.config(side, folder.name))
     try:
         for field in side["indexes"]:
             fresh.update(edge_models.index_operation(field, side))

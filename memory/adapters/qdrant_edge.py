@@ -61,6 +61,15 @@ class EdgeClient(AsyncQdrantClient):
         self.engine = EdgeEngine(root)
         self._client = self.engine  # type: ignore[assignment]
 
+    async def query_points(  # type: ignore[override]
+        self, collection_name: str, query: Any = None, **kwargs: Any
+    ) -> rest.QueryResponse:
+        """Straight to the engine: qdrant-client's own step walks the query and its prefetches
+        looking for documents to embed (inference, which Edge does not do) and wraps the dense
+        query's floats in a validated model again: ~5 % of a search's Python (issue 21, session 6).
+        ``edge_models.query_request`` reads the plain forms (a list, a sparse vector, a model)."""
+        return await self.engine.query_points(collection_name, query=query, **kwargs)
+
 
 class EdgeEngine:
     """The Edge shards of one root; plays qdrant-client's ``_client`` role for ``EdgeClient``."""
@@ -72,6 +81,8 @@ class EdgeEngine:
         self._sides: dict[str, dict[str, Any]] = {}
         #: when each shard was last flushed (monotonic seconds)
         self._flushed: dict[str, float] = {}
+        #: shards written since they were loaded: ``close`` settles them (``edge_shards.settle``)
+        self._written: set[str] = set()
         self._write_locks: dict[str, asyncio.Lock] = {}
         #: calls in flight per shard, and the condition a vacuum waits on for them to end
         self._inflight: dict[str, int] = {}
@@ -239,11 +250,22 @@ class EdgeEngine:
     # -- engine --------------------------------------------------------------------------------
 
     async def warm(self, names: Collection[str]) -> int:
-        """Load the stored shards of ``names`` not loaded yet; returns how many it loaded."""
-        wanted = [n for n in dict.fromkeys(names) if n not in self._shards]
-        wanted = [n for n in wanted if self._side_path(n).is_file()]
-        for name in wanted:
-            await self._shard(name)
+        """Load the stored shards of ``names`` not loaded yet, side by side in worker threads;
+        returns how many it loaded."""
+        async with self._opening:
+            wanted = [n for n in dict.fromkeys(names) if n not in self._shards]
+            wanted = [n for n in wanted if self._side_path(n).is_file()]
+            loads = [
+                asyncio.to_thread(edge_shards.load, self._folder(n), self.root, self._side(n))
+                for n in wanted
+            ]
+            loaded = await asyncio.gather(*loads, return_exceptions=True)
+            for name, shard in zip(wanted, loaded, strict=True):
+                if isinstance(shard, edge.EdgeShard):
+                    self._shards[name] = shard
+            for failed in loaded:
+                if isinstance(failed, BaseException):
+                    raise failed
         return len(wanted)
 
     def open_names(self) -> list[str]:
@@ -268,20 +290,49 @@ class EdgeEngine:
                 await asyncio.to_thread(shard.close)
                 await asyncio.to_thread(edge_shards.swap, folder)
                 self._shards[collection_name] = await asyncio.to_thread(
-                    edge_shards.load, folder, self.root
+                    edge_shards.load, folder, self.root, side
                 )
+                self._written.add(collection_name)  # optimized at close
         return 1
 
     async def close(self, **kwargs: Any) -> None:
-        """Flush and close every shard, then release the root."""
+        """Settle the shards written to (or of the previous release), flush and close every
+        shard (side by side), then release the root."""
         try:
-            while self._shards:
-                _, shard = self._shards.popitem()
-                await asyncio.to_thread(edge_shards.close, shard)
+            shards, self._shards = self._shards, {}
+            closed = await asyncio.gather(
+                *(self._close(name, shard) for name, shard in shards.items()),
+                return_exceptions=True,
+            )
+            for failed in closed:
+                if isinstance(failed, BaseException):
+                    raise failed
         finally:
             self._unlock()
 
+    async def _close(self, name: str, shard: edge.EdgeShard) -> None:
+        try:
+            side = self._side(name)
+            if side.get("placement") != edge_models.PLACEMENT:
+                logger.info(
+                    "embedded Qdrant: moving %s to this release's on-disk layout, once "
+                    "(about 1.5 min per 1,000,000 memories)",
+                    name,
+                )
+            if name in self._written or side.get("placement") != edge_models.PLACEMENT:
+                began = time.monotonic()
+                folder = self._folder(name)
+                if await asyncio.to_thread(edge_shards.settle, shard, folder, side):
+                    logger.info(
+                        "embedded Qdrant: segments of %s optimized in %.1f s",
+                        name,
+                        time.monotonic() - began,
+                    )
+        finally:
+            await asyncio.to_thread(edge_shards.close, shard)
+
     async def _update(self, name: str, operation: edge.UpdateOperation) -> None:
+        self._written.add(name)
         now = time.monotonic()
         flush = now - self._flushed.setdefault(name, now) >= FLUSH_SECONDS
         if flush:
@@ -315,7 +366,7 @@ class EdgeEngine:
                 if not self._side_path(name).is_file():
                     raise ValueError(f"Collection {name} not found")
                 self._shards[name] = await asyncio.to_thread(
-                    edge_shards.load, self._folder(name), self.root
+                    edge_shards.load, self._folder(name), self.root, self._side(name)
                 )
             return self._shards[name]
 

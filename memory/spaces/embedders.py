@@ -46,6 +46,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 def fold(text: str) -> str:
     """NFKC, casefold, accents stripped ("Città" → "citta")."""
+    if text.isascii():  # the same result, without the three passes over the text
+        return text.lower()
     text = unicodedata.normalize("NFKC", text).casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))

@@ -280,7 +280,8 @@ def rank(
     for record, dense in best.values():
         if kinds is not None and record.kind not in kinds:
             continue
-        score = dense + lexical_weight * lexical_overlap(terms, record.text)
+        overlap = lexical_overlap(terms, record.text) if terms else 0.0  # off: nothing tokenized
+        score = dense + lexical_weight * overlap
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
         hits.append(records.MemoryHit(record=record, score=score))
