@@ -84,12 +84,6 @@ def indexed_terms(
     return set(sparse.query(f"{record.text} {login}")[0]) | set(record.context_terms)
 
 
-def _login_terms(record: records.MemoryRecord, sparse: ports.SparseEncoder) -> set[int]:
-    if not record.login:
-        return set()
-    return set(sparse.query(record.login.replace("_", " "))[0])
-
-
 @dataclass(slots=True)
 class _Ranked:
     hit: records.MemoryHit
@@ -155,12 +149,16 @@ def recent_first(
     terms = set(sparse.query(query)[0])
     state = asks_state(query)
     groups: list[list[_Ranked]] = []
+    logins: dict[str, set[int]] = {}
     for hit in ordered:
         matched = frozenset(indexed_terms(hit.record, sparse) & terms)
+        login = hit.record.login or ""
+        if login not in logins:  # a viewer's hits share their login's terms
+            logins[login] = set(sparse.query(login.replace("_", " "))[0]) if login else set()
         ranked = _Ranked(
             hit=hit,
             matched=matched,
-            subject=matched - _login_terms(hit.record, sparse),
+            subject=matched - logins[login],
         )
         group = _group_of(ranked, groups, band, state=state) if _own(hit) else None
         if group is None:
