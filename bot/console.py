@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import signal
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -15,7 +17,7 @@ from bot import output
 from memory import errors, identity, inbound, models, session
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
     from memory import ports
     from memory import runtime as services_module
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 HELP = """Type `login: message` to chat as a viewer (e.g. `alice: I moved to Turin`).
 Badges: `bob[moderator]: !memory @alice`. A line without `login:` is said by `viewer`.
 /quit or Ctrl-D leaves."""
+#: the console stops on these as on /quit (SIGINT: asyncio.run cancels the main task itself)
+STOP_SIGNALS = (signal.SIGTERM,)
 
 
 def console_user_id(login: str) -> str:
@@ -118,6 +122,9 @@ async def console(
     no_llm: bool,
     commands: ports.CommandHandler | None = None,
 ) -> None:
+    """Feed typed lines to a live session until /quit, end of input or SIGTERM; on each, the
+    session finishes its turns and the caller's hosting (admin endpoint, control file) and stores
+    close as on any exit."""
     stream = identity.temporary_stream_id()
     print(HELP, file=sys.stderr)
     print(f"stream session {stream}", file=sys.stderr)
@@ -126,13 +133,38 @@ async def console(
         output.human(report, no_llm=no_llm)
 
     async with session.LiveSession(services, deliver, commands=commands) as live:
-        async for line in lines():
-            if line.strip() in {"/quit", "/exit"}:
-                break
-            try:
-                event = parse_line(line, stream, services.settings.twitch.prefix)
-            except errors.InvalidInput as exc:
-                print(f"error: {exc} (line ignored)", file=sys.stderr)
-                continue
-            if event is not None:
-                await live.feed(event)
+        reading = asyncio.ensure_future(_feed(live, stream, services.settings.twitch.prefix))
+        with _cancelled_on_signals(reading), contextlib.suppress(asyncio.CancelledError):
+            await reading
+        if reading.cancelled():
+            print("stopping (SIGTERM)", file=sys.stderr)
+
+
+async def _feed(live: session.LiveSession, stream: str, prefix: str) -> None:
+    async for line in lines():
+        if line.strip() in {"/quit", "/exit"}:
+            return
+        try:
+            event = parse_line(line, stream, prefix)
+        except errors.InvalidInput as exc:
+            print(f"error: {exc} (line ignored)", file=sys.stderr)
+            continue
+        if event is not None:
+            await live.feed(event)
+
+
+@contextlib.contextmanager
+def _cancelled_on_signals(task: asyncio.Future[None]) -> Iterator[None]:
+    """``task`` is cancelled on ``STOP_SIGNALS`` while the block runs (where the loop can take
+    signal handlers: the main thread of a POSIX process)."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for signum in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, task.cancel)
+            installed.append(signum)
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)

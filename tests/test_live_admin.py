@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,3 +196,21 @@ def _exited_pid(cwd: Path) -> int:
     child.wait()
     assert not control.pid_alive(child.pid) or child.pid == os.getpid()
     return child.pid
+
+
+def test_sigterm_stops_the_console_cleanly_and_keeps_what_was_said(
+    bot: live_bot.LiveBot, tmp_path: Path
+) -> None:
+    bot.ready()
+    bot.say("alice: I moved to Turin last month")
+    assert control.path(bot.data_dir).exists()
+    bot.process.send_signal(signal.SIGTERM)
+    code = bot.process.wait(timeout=live_bot.LINE_SECONDS)
+    while (line := bot.err.get(timeout=live_bot.LINE_SECONDS)) is not None:
+        bot.log.append(line)
+    assert code == 0, "".join(bot.log)
+    assert any(line.startswith("stopping (SIGTERM)") for line in bot.log)
+    assert not control.path(bot.data_dir).exists()  # no stale file for the next command
+    # the stores were closed: an admin command opens them itself and finds the statement
+    found = bot.admin("export", "--viewer", "alice")
+    assert found.code == 0 and "I moved to Turin" in found.out, found
