@@ -133,6 +133,7 @@ def test_no_earlier_source_without_an_earlier_stream_or_for_the_last_stream() ->
         "@livememory you told me about a restaurant in Rome, which one was it",
         "@livememory mi hai consigliato un ristorante a Roma, qual era?",
         "@livememory ricordami il ristorante di cui abbiamo parlato",
+        "@livememory which restaurant in Rome did you recommend?",
     ],
 )
 def test_a_question_about_the_bots_words_is_planned_on_the_episodes(text: str) -> None:
@@ -159,6 +160,19 @@ async def test_the_earlier_source_searches_at_most_the_configured_latest_streams
     assert settings.memory.earlier_streams == 2
     assert viewers.earlier("s1", before=NOW + timedelta(seconds=1), limit=2) == ["s-1", "s-2"]
     assert {i.stream for i in items} <= {"s-1", "s-2"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@livememory can you recommend a show or movie for me to watch tonight?",
+        "@livememory what do you suggest for dinner?",
+    ],
+)
+def test_a_request_for_a_recommendation_is_not_a_question_about_the_bots_words(text: str) -> None:
+    # LongMemEval's preference questions: the bot's earlier replies crowded out the viewer's own
+    # statements that say what they like
+    assert not earlier.asks_bot_words(text)
 
 
 def test_an_episode_line_gives_the_bots_reply_its_share_and_is_kept_beside_the_statement() -> None:

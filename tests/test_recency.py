@@ -111,3 +111,23 @@ def test_a_past_tense_question_about_an_event_leaves_recency_off() -> None:
     assert texts(before)[0] == rome.record.text
     assert recency.asks_event("What did Caroline research?")
     assert not recency.asks_event("How many pages did I read so far?")
+
+
+@pytest.mark.parametrize(
+    ("question", "event"),
+    [
+        ("cosa ho comprato la settimana scorsa?", True),
+        ("dove sei andata ieri?", True),
+        ("che film abbiamo visto?", True),
+        ("dove abito adesso?", False),
+        ("quanti libri ho letto finora?", False),
+        ("qual è il mio lavoro?", False),
+        ("sono stanco, che faccio?", False),
+    ],
+)
+def test_an_italian_past_tense_question_is_about_an_event(question: str, event: bool) -> None:
+    assert recency.asks_event(question) is event
+    rome, turin = hit("ho comprato una bici", 1.5, 0), hit("ho comprato una bici nuova", 1.0, 7)
+    first = texts(recency.recent_first(question, [rome, turin]))[0]
+    if event:  # an event's own telling keeps its place
+        assert first == rome.record.text

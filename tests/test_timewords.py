@@ -79,6 +79,8 @@ MORNING = span(day(29), day(29, hour=12))
         ("cosa fai il weekend?", None),
         ("what did I do last weekend?", span(day(21), day(23))),
         ("cosa ho fatto lo scorso weekend?", span(day(21), day(23))),
+        ("which bike did I service the past weekend?", span(day(21), day(23))),
+        ("how many days ago did I watch the match?", None),  # asks how long ago: no span
         ("what do I play in this stream?", None),
         ("what did I say last year?", span(datetime(2025, 1, 1, tzinfo=UTC), day(1, 1))),
         ("what have I been up to recently?", None),  # vague: no window

@@ -33,9 +33,12 @@ if TYPE_CHECKING:
 
 KIND = "earlier"
 
-#: a question about what the bot itself said (EN + IT): its replies are what is asked for
+#: a question about what the bot itself said (EN + IT): its replies are what is asked for. A
+#: request in the present ("can you recommend a show?", "what do you suggest?") asks for new words,
+#: not earlier ones: only the past forms count ("did you recommend", "you recommended")
 BOT_WORDS = lexicon.phrases(
-    "you said|you told me|you mentioned|you recommended|you suggested|you recommend|"
+    "you said|you told me|you mentioned|you recommended|you suggested|did you recommend|"
+    "did you suggest|"
     "you gave me|you listed|you explained|you wrote|you described|you provided|you shared|"
     "remind me|our previous conversation|our previous chat|our last conversation|"
     "our conversation|our chat|we talked about|we discussed|we were talking|you were saying|"

@@ -183,7 +183,7 @@ Rule: TypeAlias = "tuple[re.Pattern[str], Make]"
 
 
 def _rule(pattern: str, make: Make) -> Rule:
-    return re.compile(rf"(?<![\w]){pattern}(?![\w])"), make
+    return re.compile(rf"(?<![\w])(?:{pattern})(?![\w])"), make
 
 
 def _fixed(make: Callable[[When], records.TimeWindow]) -> Make:
@@ -236,7 +236,7 @@ RULES: tuple[Rule, ...] = (
     _rule(r"earlier today|oggi prima|prima oggi", _fixed(lambda w: _window(w.today, None))),
     _rule(r"the other day|l altro giorno", _fixed(lambda w: _window(w.today - WEEK, w.today))),
     _rule(
-        r"last weekend|(?:lo|il) scorso (?:weekend|fine settimana)|"
+        r"(?:last|past) weekend|(?:lo|il) scorso (?:weekend|fine settimana)|"
         r"(?:il|lo) (?:weekend|fine settimana) scorso",
         _fixed(lambda w: _window(_monday(w) - 2 * DAY, _monday(w))),
     ),

@@ -67,8 +67,15 @@ _STATE = re.compile(
     r"|adesso|ora|ancora|finora|ultimamente|al momento)\b",
     re.IGNORECASE,
 )
-#: a past-tense question (EN): about an event unless it names a state
-_EVENT = re.compile(r"\b(?:did|was|were)\b", re.IGNORECASE)
+#: a past-tense question (EN + IT): about an event unless it names a state. Italian: the
+#: passato prossimo ("cosa ho comprato", "dove sei andata", "che film abbiamo visto"), a remote
+#: past or an imperfect of essere ("fu", "era")
+_EVENT = re.compile(
+    r"\b(?:did|was|were|fu|furono|era|erano)\b|"
+    r"\b(?:ho|hai|ha|abbiamo|avete|hanno|sono|sei|siamo|siete|è|e)\s+(?:\w+\s+)?"
+    r"\w+(?:at|ut|it|tt|st|ss|rs|ev|ut)[oaie]\b",
+    re.IGNORECASE,
+)
 #: the memory kinds recency ranks (a viewer's own; episodes and lore keep their scores)
 RECENT_KINDS = frozenset(
     {records.MemoryKind.PERSONAL, records.MemoryKind.FACT, records.MemoryKind.CORRECTION}
