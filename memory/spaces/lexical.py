@@ -47,11 +47,15 @@ AVERAGE_TERMS = 12.0
 #: Qdrant's reciprocal-rank-fusion constant
 RRF_K = 2
 #: weights of the dense and the sparse ranking in the fusion (a weight w turns rank r into r / w)
-#: how many times the sparse ranking enters the fusion (the dense one: once). Twice weighs lexical
-#: evidence double with plain RRF, which every Qdrant with hybrid queries has (a weighted ``RrfQuery``
-#: needs a newer server than docker-compose's). LoCoMo conversation 0, offline embedder: R@5 0.457
-#: with one copy, 0.497 with two (weighted RRF at 2: 0.487, at 3: 0.497; k = 10: 0.466).
-SPARSE_COPIES = 2
+#: how many times the sparse ranking enters the fusion (the dense one: once). Copies weigh lexical
+#: evidence with plain RRF, which every Qdrant with hybrid queries has (a weighted ``RrfQuery``
+#: needs a newer server than docker-compose's). LoCoMo conversation 0, lexical scheme, offline
+#: embedder: R@5 0.457 with one copy, 0.497 with two (weighted RRF at 2: 0.487, at 3: 0.497; k = 10:
+#: 0.466). With Qdrant's Bm25 as the scheme (session 7, same code otherwise), three: LoCoMo's
+#: development half R@1 0.394 → 0.404, R@5 0.631 → 0.633, synthetic unchanged (0.970); on
+#: LongMemEval's 55 development questions that missed turn recall_all@5 or any@5, 4 more all@5
+#: and none lost (docs/evaluation.md, session 7)
+SPARSE_COPIES = 3
 
 #: a context term (the question a memory answers) weighs this much of one of the memory's own terms
 CONTEXT_WEIGHT = 0.5
