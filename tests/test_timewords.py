@@ -80,6 +80,14 @@ MORNING = span(day(29), day(29, hour=12))
         ("what did I do last weekend?", span(day(21), day(23))),
         ("cosa ho fatto lo scorso weekend?", span(day(21), day(23))),
         ("which bike did I service the past weekend?", span(day(21), day(23))),
+        # a named day: the latest one up to today, a day each side
+        ("what airline did I fly with on Valentine's day?", span(day(13, 2), day(16, 2))),
+        ("cosa ho fatto a San Valentino?", span(day(13, 2), day(16, 2))),
+        (
+            "what did I get for Christmas?",
+            span(datetime(2025, 12, 24, tzinfo=UTC), datetime(2025, 12, 27, tzinfo=UTC)),
+        ),
+        ("what did I dress up as for halloween?", span(day(30, 10), day(2))),
         ("how many days ago did I watch the match?", None),  # asks how long ago: no span
         ("what do I play in this stream?", None),
         ("what did I say last year?", span(datetime(2025, 1, 1, tzinfo=UTC), day(1, 1))),

@@ -65,9 +65,22 @@ _WEEKDAYS = {
     "sunday": 6, "lunedi": 0, "martedi": 1, "mercoledi": 2, "giovedi": 3, "venerdi": 4,
     "sabato": 5, "domenica": 6,
 }  # fmt: skip
+#: days of the year a question names by their name (EN + IT): the latest one up to today
+_NAMED_DAYS = {
+    "valentine s day": (2, 14), "valentines day": (2, 14),
+    "san valentino": (2, 14), "st patrick s day": (3, 17), "saint patrick s day": (3, 17),
+    "fourth of july": (7, 4), "4th of july": (7, 4), "independence day": (7, 4),
+    "ferragosto": (8, 15), "halloween": (10, 31), "christmas eve": (12, 24),
+    "vigilia di natale": (12, 24), "christmas day": (12, 25), "christmas": (12, 25),
+    "natale": (12, 25), "boxing day": (12, 26), "santo stefano": (12, 26),
+    "new year s eve": (12, 31), "new years eve": (12, 31), "san silvestro": (12, 31),
+    "new year s day": (1, 1), "new years day": (1, 1), "capodanno": (1, 1),
+    "epifania": (1, 6), "befana": (1, 6),
+}  # fmt: skip
 _NUMBER = "|".join(sorted(map(re.escape, _NUMBERS), key=len, reverse=True)) + r"|\d{1,3}"
 _UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
 _WEEKDAY = "|".join(_WEEKDAYS)
+_NAMED_DAY = "|".join(sorted(_NAMED_DAYS, key=len, reverse=True))
 
 #: asking when something was said ("when did I tell you …?"): a recall of the asker's own memory
 WHEN_TOLD = lexicon.phrases(
@@ -178,6 +191,16 @@ def _weekday(name: str, when: When) -> records.TimeWindow:
     return _window(today - back * DAY, today - (back - 1) * DAY)
 
 
+def _named_day(name: str, when: When) -> records.TimeWindow:
+    """The latest ``name``d day up to today (this year's, else last year's), a day each side."""
+    month, day_of_month = _NAMED_DAYS[name]
+    today = when.today
+    day = datetime(today.year, month, day_of_month, tzinfo=UTC)
+    if day > today:
+        day = datetime(today.year - 1, month, day_of_month, tzinfo=UTC)
+    return _window(day - DAY, day + 2 * DAY)
+
+
 Make: TypeAlias = "Callable[[re.Match[str], When], records.TimeWindow]"
 Rule: TypeAlias = "tuple[re.Pattern[str], Make]"
 
@@ -260,6 +283,7 @@ RULES: tuple[Rule, ...] = (
         rf"last ({_WEEKDAY})|({_WEEKDAY}) scors[oa]",
         lambda m, w: _weekday(m[1] or m[2], w),
     ),
+    _rule(rf"({_NAMED_DAY})", lambda m, w: _named_day(m[1], w)),
 )
 
 
