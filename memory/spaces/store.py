@@ -172,23 +172,26 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
     }
 
 
+_PLAIN_FIELDS = (
+    "id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects",
+    "context_message_id", "superseded_by",
+)  # fmt: skip
+_KIND_OF = {kind.value: kind for kind in records.MemoryKind}
+
+
 def from_payload(payload: Mapping[str, Any]) -> records.MemoryRecord:
-    values: dict[str, Any] = {
-        name: payload.get(name)
-        for name in (
-            "id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects",
-            "context_message_id", "superseded_by",
-        )
-    }  # fmt: skip
-    values["context_terms"] = tuple(payload.get("context_terms") or ())
-    values["kind"] = records.MemoryKind(payload["kind"])
-    values["origin_message_ids"] = tuple(payload.get("origin_message_ids") or ())
-    values["participants"] = tuple(payload.get("participants") or ())
+    get = payload.get
+    values: dict[str, Any] = {name: get(name) for name in _PLAIN_FIELDS}
+    values["context_terms"] = tuple(get("context_terms") or ())
+    kind = payload["kind"]
+    values["kind"] = _KIND_OF.get(kind) or records.MemoryKind(kind)
+    values["origin_message_ids"] = tuple(get("origin_message_ids") or ())
+    values["participants"] = tuple(get("participants") or ())
     for name in _DATETIME_FIELDS:
-        raw = payload.get(name)
+        raw = get(name)
         if raw is not None:
             values[name] = datetime.fromisoformat(raw)
-    values["extra"] = dict(payload.get("extra") or {})
+    values["extra"] = dict(get("extra") or {})
     return records.MemoryRecord(**values)
 
 
