@@ -107,6 +107,27 @@ async def test_the_shared_shards_load_at_start_so_no_turn_waits_for_them(tmp_pat
         assert await spaces.preload() == 0  # a shard per viewer loads when used
 
 
+async def test_warming_the_shared_layout_reads_a_viewers_points_at_most_once_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, f"memory {i} about Turin") for i in range(3)])
+        await spaces.upsert([record(BOB, "I live in Turin")])
+        engine = spaces.client.engine  # type: ignore[attr-defined]
+        read: list[int] = []
+        touch = engine.touch
+
+        async def counted(name: str, where: Any) -> int:
+            read.append(await touch(name, where))
+            return read[-1]
+
+        monkeypatch.setattr(engine, "touch", counted)
+        assert await spaces.warm([ALICE, BOB]) == 0  # the shard was loaded already
+        await spaces.warm([ALICE])  # read a moment ago: not again
+        assert read == [3, 1]  # each viewer's own points, every one of them
+        assert [h.record.text for h in await spaces.search(BOB, "Turin")] == ["I live in Turin"]
+
+
 def _previous_release(shard: Path) -> None:
     """Put ``shard`` back the way the previous release left shards: Edge's default placement
     (vectors and payload indexes in RAM), no placement mark in its side file."""

@@ -315,6 +315,40 @@ def _prefetch(stage: qm.Prefetch) -> edge.Prefetch:
     )
 
 
+#: the points of one tenant ``touch_request`` reads at most
+TOUCH_LIMIT = 256
+
+
+def touch_request(side: dict[str, Any], where: qm.Filter | None) -> edge.QueryRequest:
+    """A query that reads every vector and the payload of the points ``where`` selects (up to
+    ``TOUCH_LIMIT``): an exact search per vector over them (any query vector will do) and the
+    payload of each, of which one key comes back (``EdgeEngine.touch``)."""
+    found = filter_(where)
+    stages = [
+        edge.Prefetch(
+            limit=TOUCH_LIMIT,
+            query=edge.Query.Nearest([1.0] + [0.0] * (v["size"] - 1), using=name or None),
+            filter=found,
+        )
+        for name, v in side["vectors"].items()
+    ]
+    stages += [
+        edge.Prefetch(
+            limit=TOUCH_LIMIT,
+            query=edge.Query.Nearest(edge.SparseVector([0], [1.0]), using=name),
+            filter=found,
+        )
+        for name in side["sparse"]
+    ]
+    fused: Any = edge.Fusion.Rrf(k=2)  # a variant of ``Fusion`` (the stubs name the class)
+    return edge.QueryRequest(
+        limit=TOUCH_LIMIT,
+        query=fused,
+        prefetches=stages,
+        with_payload=edge.PayloadSelector.Include(["kind"]),
+    )
+
+
 def query_request(
     *,
     limit: int,

@@ -252,6 +252,15 @@ class EdgeEngine:
             found = shard.query(request)  # on the loop: Edge holds the GIL (module docstring)
         return rest.QueryResponse.model_construct(points=[edge_models.scored(p) for p in found])
 
+    async def touch(self, collection_name: str, where: Any) -> int:
+        """Read the points ``where`` selects once (``edge_models.touch_request``), so that the
+        pages of their vectors and payloads are in memory when a search of them comes: a first
+        search of a viewer whose pages the OS no longer holds waits for ~16 reads from disk
+        (3-4 ms, issue 21 session 7). Returns how many points it read."""
+        request = edge_models.touch_request(self._side(collection_name), where)
+        async with self._using(collection_name) as shard:
+            return len(shard.query(request))
+
     # -- engine --------------------------------------------------------------------------------
 
     async def warm(self, names: Collection[str]) -> int:
