@@ -21,6 +21,7 @@ from config import settings as settings_module
 from memory import errors, identity, logs
 from memory.adapters import pg_embedded
 from memory.history import chatlogs
+from memory.ops import control
 
 if TYPE_CHECKING:
     from memory import runtime as services_module
@@ -206,7 +207,11 @@ def start_early(args: argparse.Namespace, settings: settings_module.Settings) ->
     built is frozen out of the collector's walks, during the run and in the collections of its
     exit (0.2 s of each start-up, measured)."""
     wanted = args.command in OPENS_STORES and settings.database_url is None
-    if wanted and not (args.command in ("replay", "import") and not args.file.is_file()):
+    if args.command in ("replay", "import") and not args.file.is_file():
+        wanted = False  # refused at once
+    if control.path(settings.data_dir).exists():
+        wanted = False  # a bot may hold the folder: refused first, nothing said or opened before
+    if wanted:
         pg_embedded.start_early(settings.data_dir)
     from memory import runtime  # noqa: F401  (the heavy imports, while Postgres starts)
 
