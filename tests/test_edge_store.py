@@ -128,6 +128,24 @@ async def test_warming_the_shared_layout_reads_a_viewers_points_at_most_once_a_m
         assert [h.record.text for h in await spaces.search(BOB, "Turin")] == ["I live in Turin"]
 
 
+async def test_reads_run_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edge's binding holds the GIL for every call: a worker thread would only add its hop."""
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        memory = record(ALICE, "I live in Turin")
+        await spaces.upsert([memory])
+
+        def no_thread(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a read went to a worker thread")
+
+        with monkeypatch.context() as patched:  # writes and closes still go to threads
+            patched.setattr(asyncio, "to_thread", no_thread)
+            assert [h.record.id for h in await spaces.search(ALICE, "Turin")] == [memory.id]
+            assert await spaces.get(ALICE, [memory.id]) == [memory]
+            assert await spaces.count(ALICE) == 1
+            assert await spaces.list(ALICE) == [memory]
+            assert await spaces.spaces() == [ALICE]
+
+
 def _previous_release(shard: Path) -> None:
     """Put ``shard`` back the way the previous release left shards: Edge's default placement
     (vectors and payload indexes in RAM), no placement mark in its side file."""
