@@ -172,26 +172,27 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
     }
 
 
-_PLAIN_FIELDS = (
-    "id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects",
-    "context_message_id", "superseded_by",
-)  # fmt: skip
 _KIND_OF = {kind.value: kind for kind in records.MemoryKind}
 
 
 def from_payload(payload: Mapping[str, Any]) -> records.MemoryRecord:
     get = payload.get
-    values: dict[str, Any] = {name: get(name) for name in _PLAIN_FIELDS}
-    values["context_terms"] = tuple(get("context_terms") or ())
     kind = payload["kind"]
-    values["kind"] = _KIND_OF.get(kind) or records.MemoryKind(kind)
-    values["origin_message_ids"] = tuple(get("origin_message_ids") or ())
-    values["participants"] = tuple(get("participants") or ())
+    values: dict[str, Any] = {
+        "id": get("id"), "space": get("space"), "text": get("text"), "user_id": get("user_id"),
+        "login": get("login"), "stream": get("stream"), "turn_id": get("turn_id"),
+        "corrects": get("corrects"), "context_message_id": get("context_message_id"),
+        "superseded_by": get("superseded_by"),
+        "context_terms": tuple(get("context_terms") or ()),
+        "kind": _KIND_OF.get(kind) or records.MemoryKind(kind),
+        "origin_message_ids": tuple(get("origin_message_ids") or ()),
+        "participants": tuple(get("participants") or ()),
+        "extra": dict(get("extra") or {}),
+    }  # fmt: skip
     for name in _DATETIME_FIELDS:
         raw = get(name)
         if raw is not None:
             values[name] = datetime.fromisoformat(raw)
-    values["extra"] = dict(get("extra") or {})
     return records.MemoryRecord(**values)
 
 
