@@ -12,7 +12,7 @@ import pytest
 import qdrant_edge as edge
 
 from memory import errors, identity
-from memory.adapters import qdrant, qdrant_edge
+from memory.adapters import edge_shards, qdrant, qdrant_edge
 from memory.spaces import embedders
 from tests import scan
 from tests.test_spaces import edge_spaces, record, settings
@@ -144,6 +144,28 @@ async def test_reads_run_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.M
             assert await spaces.count(ALICE) == 1
             assert await spaces.list(ALICE) == [memory]
             assert await spaces.spaces() == [ALICE]
+
+
+async def test_only_the_shards_written_since_they_loaded_are_flushed_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin"), record(STREAM, "we talked")])
+    close = edge_shards.close
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.preload() == 2
+        await spaces.upsert([record(ALICE, "I moved to Rome")])
+        flushes: list[bool] = []
+
+        def counted(shard: edge.EdgeShard, *, flush: bool = True) -> None:
+            flushes.append(flush)
+            close(shard, flush=flush)
+
+        monkeypatch.setattr(edge_shards, "close", counted)
+    assert sorted(flushes) == [False, True]  # the stream shard was only read
+    async with edge_spaces(tmp_path, "shared") as spaces:  # and nothing was lost
+        assert await spaces.count(ALICE) == 2
+        assert await spaces.count(STREAM) == 1
 
 
 def _previous_release(shard: Path) -> None:
