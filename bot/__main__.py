@@ -197,8 +197,8 @@ def configure_logging(args: argparse.Namespace, settings: settings_module.Settin
         logs.configure(level, fmt)
 
 
-#: the commands that open the data folder's stores
-OPENS_STORES = ("run", "console", "replay", "import")
+#: the commands whose stores open first thing (``run`` checks the Twitch credentials before)
+OPENS_STORES = ("console", "replay", "import")
 
 
 def start_early(args: argparse.Namespace, settings: settings_module.Settings) -> None:
