@@ -12,7 +12,7 @@ import pytest
 import qdrant_edge as edge
 
 from memory import errors, identity
-from memory.adapters import qdrant, qdrant_edge
+from memory.adapters import edge_shards, qdrant, qdrant_edge
 from memory.spaces import embedders
 from tests import scan
 from tests.test_spaces import edge_spaces, record, settings
@@ -105,6 +105,67 @@ async def test_the_shared_shards_load_at_start_so_no_turn_waits_for_them(tmp_pat
     async with edge_spaces(tmp_path / "per", "per_space") as spaces:
         await spaces.upsert([record(ALICE, "I live in Turin")])
         assert await spaces.preload() == 0  # a shard per viewer loads when used
+
+
+async def test_warming_the_shared_layout_reads_a_viewers_points_at_most_once_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, f"memory {i} about Turin") for i in range(3)])
+        await spaces.upsert([record(BOB, "I live in Turin")])
+        engine = spaces.client.engine  # type: ignore[attr-defined]
+        read: list[int] = []
+        touch = engine.touch
+
+        async def counted(name: str, where: Any) -> int:
+            read.append(await touch(name, where))
+            return read[-1]
+
+        monkeypatch.setattr(engine, "touch", counted)
+        assert await spaces.warm([ALICE, BOB]) == 0  # the shard was loaded already
+        await spaces.warm([ALICE])  # read a moment ago: not again
+        assert read == [3, 1]  # each viewer's own points, every one of them
+        assert [h.record.text for h in await spaces.search(BOB, "Turin")] == ["I live in Turin"]
+
+
+async def test_reads_run_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edge's binding holds the GIL for every call: a worker thread would only add its hop."""
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        memory = record(ALICE, "I live in Turin")
+        await spaces.upsert([memory])
+
+        def no_thread(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a read went to a worker thread")
+
+        with monkeypatch.context() as patched:  # writes and closes still go to threads
+            patched.setattr(asyncio, "to_thread", no_thread)
+            assert [h.record.id for h in await spaces.search(ALICE, "Turin")] == [memory.id]
+            assert await spaces.get(ALICE, [memory.id]) == [memory]
+            assert await spaces.count(ALICE) == 1
+            assert await spaces.list(ALICE) == [memory]
+            assert await spaces.spaces() == [ALICE]
+
+
+async def test_only_the_shards_written_since_they_loaded_are_flushed_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin"), record(STREAM, "we talked")])
+    close = edge_shards.close
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.preload() == 2
+        await spaces.upsert([record(ALICE, "I moved to Rome")])
+        flushes: list[bool] = []
+
+        def counted(shard: edge.EdgeShard, *, flush: bool = True) -> None:
+            flushes.append(flush)
+            close(shard, flush=flush)
+
+        monkeypatch.setattr(edge_shards, "close", counted)
+    assert sorted(flushes) == [False, True]  # the stream shard was only read
+    async with edge_spaces(tmp_path, "shared") as spaces:  # and nothing was lost
+        assert await spaces.count(ALICE) == 2
+        assert await spaces.count(STREAM) == 1
 
 
 def _previous_release(shard: Path) -> None:

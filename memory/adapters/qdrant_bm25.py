@@ -68,7 +68,7 @@ def _model(language: qdrant_edge.SnowballLanguage) -> qdrant_edge.Bm25:
 def italian(text: str) -> bool:
     """Whether ``text`` holds more Italian stopwords (and cue words) than English ones."""
     words = embedders.words(text)
-    return sum(w in _ITALIAN for w in words) > sum(w in _ENGLISH for w in words)
+    return sum(map(_ITALIAN.__contains__, words)) > sum(map(_ENGLISH.__contains__, words))
 
 
 class Bm25Encoder:

@@ -9,13 +9,21 @@ Edge does not: the collection's metadata (the embedder record), its vector schem
 indexes. ``edge_models`` translates qdrant-client's models to Edge's and back; ``edge_shards`` holds
 the blocking file work (locks, loading, side files, vacuum swaps).
 
-* **Off the event loop.** Edge has no async API, so shard calls run in ``asyncio.to_thread`` (the
-  house rule against ``to_thread`` targets sync twins of async clients; here there is no async
-  twin). A fused query of 10,000 points takes 0.4-1 ms, one of 100,000 1-2.5 ms, an optimize or a
-  first load tens of ms: on the loop they would hold up chat and the per-source timeout.
+* **Reads on the event loop, the rest in worker threads.** Edge has no async API, and its Python
+  binding (0.9) holds the GIL for the whole of every call (measured, issue 21 session 7: a ticker
+  on the loop stalled for the whole of an 84 ms query, a 200 ms count, a 607 ms facet run through
+  ``asyncio.to_thread``). A worker thread therefore buys a read no concurrency: the loop waits for
+  it either way, and the thread added its hop and the GIL's hand-over (up to the 5 ms switch
+  interval while the loop runs other sources: 4 ms of a cold memory stage's 8 ms median, loaded
+  machine). So reads (query, retrieve, count, scroll, facet: 0.4-2 ms for a viewer's search) run
+  inline, and neither the source timeout nor the budget can interrupt one (as with local mode;
+  ``memory.recall.retrieval``). Writes, loads, optimizes and closes, which touch the disk, stay
+  in ``asyncio.to_thread`` (the house rule against ``to_thread`` targets sync twins of async
+  clients; here there is no async twin): when a later binding releases the GIL, they are ready.
 * **Durability.** Every update is in the WAL when ``update`` returns (a ``kill -9`` loses nothing:
-  the WAL replays on ``load``); segments are flushed on ``close``, after a vacuum, and by a write
-  ``FLUSH_SECONDS`` after the shard's last flush (so the WAL a crash leaves to replay stays short).
+  the WAL replays on ``load``); segments are flushed on ``close`` (of a shard written since it
+  loaded), after a vacuum, and by a write ``FLUSH_SECONDS`` after the shard's last flush (so the
+  WAL a crash leaves to replay stays short).
 * **One process.** A root lock (``<root>/.lock``) refuses a second process with one line, and so
   does a shard's WAL lock if it is met anyway. Shards are closed on every exit path (``close``).
 * **Vacuum.** A deleted point's bytes stay in the WAL until it rotates, so ``vacuum`` rebuilds a
@@ -189,9 +197,7 @@ class EdgeEngine:
     ) -> list[qm.Record]:
         wanted = edge_models.ids(ids)
         async with self._using(collection_name) as shard:
-            found = await asyncio.to_thread(
-                shard.retrieve, wanted, bool(with_payload), with_vectors
-            )
+            found = shard.retrieve(wanted, bool(with_payload), with_vectors)  # on the loop: GIL
         return [edge_models.record(r) for r in found]
 
     async def count(
@@ -199,7 +205,7 @@ class EdgeEngine:
     ) -> qm.CountResult:
         request = edge.CountRequest(exact=True, filter=edge_models.filter_(count_filter))
         async with self._using(collection_name) as shard:
-            return qm.CountResult(count=await asyncio.to_thread(shard.count, request))
+            return qm.CountResult(count=shard.count(request))
 
     async def scroll(
         self,
@@ -219,7 +225,7 @@ class EdgeEngine:
             with_vector=with_vectors,
         )
         async with self._using(collection_name) as shard:
-            found, after = await asyncio.to_thread(shard.scroll, request)
+            found, after = shard.scroll(request)
         return [edge_models.record(r) for r in found], (None if after is None else str(after))
 
     async def facet(
@@ -234,7 +240,7 @@ class EdgeEngine:
             key=key, limit=limit, exact=True, filter=edge_models.filter_(facet_filter)
         )
         async with self._using(collection_name) as shard:
-            response = await asyncio.to_thread(shard.facet, request)
+            response = shard.facet(request)
         return qm.FacetResponse(
             hits=[qm.FacetValueHit(value=h.value, count=h.count) for h in response.hits]
         )
@@ -244,8 +250,17 @@ class EdgeEngine:
     ) -> rest.QueryResponse:
         request = edge_models.query_request(limit=limit, **kwargs)
         async with self._using(collection_name) as shard:
-            found = await asyncio.to_thread(shard.query, request)
-        return rest.QueryResponse(points=[edge_models.scored(p) for p in found])
+            found = shard.query(request)  # on the loop: Edge holds the GIL (module docstring)
+        return rest.QueryResponse.model_construct(points=[edge_models.scored(p) for p in found])
+
+    async def touch(self, collection_name: str, where: Any) -> int:
+        """Read the points ``where`` selects once (``edge_models.touch_request``), so that the
+        pages of their vectors and payloads are in memory when a search of them comes: a first
+        search of a viewer whose pages the OS no longer holds waits for ~16 reads from disk
+        (3-4 ms, issue 21 session 7). Returns how many points it read."""
+        request = edge_models.touch_request(self._side(collection_name), where)
+        async with self._using(collection_name) as shard:
+            return len(shard.query(request))
 
     # -- engine --------------------------------------------------------------------------------
 
@@ -296,7 +311,7 @@ class EdgeEngine:
         return 1
 
     async def close(self, **kwargs: Any) -> None:
-        """Settle the shards written to (or of the previous release), flush and close every
+        """Settle and flush the shards written to (or of the previous release), close every
         shard (side by side), then release the root."""
         try:
             shards, self._shards = self._shards, {}
@@ -311,15 +326,19 @@ class EdgeEngine:
             self._unlock()
 
     async def _close(self, name: str, shard: edge.EdgeShard) -> None:
+        # a shard not written since it loaded, nor settled now, has nothing to flush (6-19 ms
+        # of every exit); the shard of an older release is settled (its indexes re-created)
+        changed = name in self._written
         try:
             side = self._side(name)
+            changed = changed or side.get("placement") != edge_models.PLACEMENT
             if side.get("placement") != edge_models.PLACEMENT:
                 logger.info(
                     "embedded Qdrant: moving %s to this release's on-disk layout, once "
                     "(about 1.5 min per 1,000,000 memories)",
                     name,
                 )
-            if name in self._written or side.get("placement") != edge_models.PLACEMENT:
+            if changed:
                 began = time.monotonic()
                 folder = self._folder(name)
                 if await asyncio.to_thread(edge_shards.settle, shard, folder, side):
@@ -329,7 +348,7 @@ class EdgeEngine:
                         time.monotonic() - began,
                     )
         finally:
-            await asyncio.to_thread(edge_shards.close, shard)
+            await asyncio.to_thread(edge_shards.close, shard, flush=changed)
 
     async def _update(self, name: str, operation: edge.UpdateOperation) -> None:
         self._written.add(name)

@@ -42,14 +42,17 @@ def current(
 
 def candidates(points: Sequence[qm.ScoredPoint]) -> list[spaces_module.Candidate]:
     """Scored points as ranking candidates (with the correction mark of the stored point)."""
-    return [
-        spaces_module.Candidate(
-            record=spaces_module.from_payload(p.payload or {}),
-            score=p.score,
-            corrected_by=(p.payload or {}).get(spaces_module.CORRECTED_BY_KEY),
+    found = []
+    for point in points:
+        payload = point.payload or {}
+        found.append(
+            spaces_module.Candidate(
+                record=spaces_module.from_payload(payload),
+                score=point.score,
+                corrected_by=payload.get(spaces_module.CORRECTED_BY_KEY),
+            )
         )
-        for p in points
-    ]
+    return found
 
 
 def point_vector(

@@ -84,6 +84,8 @@ def normalize(text: str) -> str:
     >>> normalize("  I'm   a Graphic-Designer!! ")
     'i m a graphic designer'
     """
+    if text.isascii():  # the same result: NFKD and the accent pass change no ASCII character
+        return " ".join(_WORD.findall(text.lower()))
     folded = unicodedata.normalize("NFKD", text.casefold())
     folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return " ".join(_WORD.findall(folded))

@@ -6,6 +6,9 @@ folders are closed spends most of its memory stage opening them. The batcher hol
 up to ``batch.window_seconds`` (2 s) after its first message; ``Prefetch.note`` is called as each
 message is stored and starts opening the spaces the planner may recall from for it (its author and
 the viewers it names, ``Planner.viewers_of``) in the background, so retrieval finds them open.
+In the shared layout (one shard for every viewer, loaded at start) it reads those viewers' points
+once instead (``QdrantSpaces.warm``): a viewer's first search otherwise waits for the disk when
+the OS no longer holds their pages (~16 reads, 3-4 ms; issue 21, session 7).
 
 Best effort: a failure is logged and left to retrieval, which reports an unavailable space as
 degraded as before. With a Qdrant server (or the in-memory spaces of tests) there is nothing to open.

@@ -17,8 +17,9 @@ total budget, through caches and single-flight; then context assembly.
 * The ``state`` source is cached per stream *and* set of batch authors (scope ``batch``): its rows
   about the asking viewers rank first.
 
-Embedded Qdrant (local mode) runs its search synchronously inside its ``async`` methods: a search
-that is running blocks the event loop, so neither the source timeout nor the budget can preempt it.
+Embedded Qdrant (Qdrant Edge, whose binding holds the GIL for every call; before it local mode) runs
+its search synchronously inside its ``async`` methods: a search that is running blocks the event
+loop, so neither the source timeout nor the budget can preempt it.
 They take effect at the next await point (the next source, or right after the blocking search
 returns). The benchmark ``python -m memory.eval.bench_retrieval`` measures how long those searches take
 at 1k and 10k memories; with a Qdrant server (``QDRANT_URL``) searches are real I/O and the

@@ -240,6 +240,7 @@ class RecallSource:
             include_superseded=source.past,
         )
         items = []
+        name = identity.viewer_space(login)
         for hit in hits:
             if not self.shared and hit.record.user_id and hit.record.user_id != user_id:
                 logger.warning(
@@ -250,7 +251,7 @@ class RecallSource:
                     extra={"action": "recall_misattributed"},
                 )
                 continue
-            items.append(item("recall", identity.viewer_space(login), login, hit))
+            items.append(item("recall", name, login, hit))
         return items
 
 

@@ -191,7 +191,7 @@ def _group_of(
     question about a state) the highest one whose head is about the same subject."""
     if groups and _own(groups[-1][0].hit) and same_terms(ranked, groups[-1][0], band):
         return groups[-1]
-    if not state:
+    if not state or len(ranked.subject) < SUBJECT_TERMS:  # ``same_subject`` needs as many
         return None
     same_viewer = (g for g in groups if g[0].hit.record.user_id == ranked.hit.record.user_id)
     return next((g for g in same_viewer if _own(g[0].hit) and same_subject(ranked, g[0])), None)

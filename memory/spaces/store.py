@@ -172,23 +172,27 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
     }
 
 
+_KIND_OF = {kind.value: kind for kind in records.MemoryKind}
+
+
 def from_payload(payload: Mapping[str, Any]) -> records.MemoryRecord:
+    get = payload.get
+    kind = payload["kind"]
     values: dict[str, Any] = {
-        name: payload.get(name)
-        for name in (
-            "id", "space", "text", "user_id", "login", "stream", "turn_id", "corrects",
-            "context_message_id", "superseded_by",
-        )
+        "id": get("id"), "space": get("space"), "text": get("text"), "user_id": get("user_id"),
+        "login": get("login"), "stream": get("stream"), "turn_id": get("turn_id"),
+        "corrects": get("corrects"), "context_message_id": get("context_message_id"),
+        "superseded_by": get("superseded_by"),
+        "context_terms": tuple(get("context_terms") or ()),
+        "kind": _KIND_OF.get(kind) or records.MemoryKind(kind),
+        "origin_message_ids": tuple(get("origin_message_ids") or ()),
+        "participants": tuple(get("participants") or ()),
+        "extra": dict(get("extra") or {}),
     }  # fmt: skip
-    values["context_terms"] = tuple(payload.get("context_terms") or ())
-    values["kind"] = records.MemoryKind(payload["kind"])
-    values["origin_message_ids"] = tuple(payload.get("origin_message_ids") or ())
-    values["participants"] = tuple(payload.get("participants") or ())
     for name in _DATETIME_FIELDS:
-        raw = payload.get(name)
+        raw = get(name)
         if raw is not None:
             values[name] = datetime.fromisoformat(raw)
-    values["extra"] = dict(payload.get("extra") or {})
     return records.MemoryRecord(**values)
 
 
