@@ -73,7 +73,7 @@ _STATE = re.compile(
 _EVENT = re.compile(
     r"\b(?:did|was|were|fu|furono|era|erano)\b|"
     r"\b(?:ho|hai|ha|abbiamo|avete|hanno|sono|sei|siamo|siete|è|e)\s+(?:\w+\s+)?"
-    r"\w+(?:at|ut|it|tt|st|ss|rs|ev|ut)[oaie]\b",
+    r"\w+(?:at|ut|it|tt|st|ss|rs|ev)[oaie]\b",
     re.IGNORECASE,
 )
 #: the memory kinds recency ranks (a viewer's own; episodes and lore keep their scores)
