@@ -123,6 +123,7 @@ def test_a_past_tense_question_about_an_event_leaves_recency_off() -> None:
         ("quanti libri ho letto finora?", False),
         ("qual è il mio lavoro?", False),
         ("sono stanco, che faccio?", False),
+        ("pizza e patate fritte, ti piacciono?", False),  # "e" is "and", not "è"
     ],
 )
 def test_an_italian_past_tense_question_is_about_an_event(question: str, event: bool) -> None:

@@ -72,7 +72,7 @@ _STATE = re.compile(
 #: past or an imperfect of essere ("fu", "era")
 _EVENT = re.compile(
     r"\b(?:did|was|were|fu|furono|era|erano)\b|"
-    r"\b(?:ho|hai|ha|abbiamo|avete|hanno|sono|sei|siamo|siete|è|e)\s+(?:\w+\s+)?"
+    r"\b(?:ho|hai|ha|abbiamo|avete|hanno|sono|sei|siamo|siete|è)\s+(?:\w+\s+)?"
     r"\w+(?:at|ut|it|tt|st|ss|rs|ev)[oaie]\b",
     re.IGNORECASE,
 )
