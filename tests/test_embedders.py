@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import random
+import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +16,7 @@ from memory import errors, identity
 from memory.adapters import minilm, ollama
 from memory.spaces import embedders, records
 from memory.spaces import store as spaces
+from tests import cli, servers
 from tests.conftest import IsolatedSettings
 from tests.fakes import spaces as fake_spaces
 
@@ -161,6 +164,48 @@ async def test_auto_falls_back_to_offline(tmp_path: Path, fake_ollama: FakeOllam
     no_model = make(tmp_path, "auto", fake_ollama.url, ollama={"embed_model": "bge-m3"})
     assert (await embedders.build_embedder(no_model)).name == "offline-hash-v1:384"
     assert fake_ollama.embed_requests == []
+
+
+async def test_auto_with_nothing_listening_never_loads_the_ollama_client(tmp_path: Path) -> None:
+    """The embedded default's start-up with no Ollama: a refused connection on this machine is
+    the answer, so the ``auto`` choice does not import the client (issue 21, ~0.1 s)."""
+    code = (
+        "import asyncio, sys; from config.settings import Settings; "
+        "from memory.spaces import embedders; "
+        f"s = Settings(data_dir={str(tmp_path)!r}, ollama_host=':{servers.free_port()}', "
+        "memory={'embedder': 'auto'}); e = asyncio.run(embedders.build_embedder(s)); "
+        "print(e.name, 'memory.adapters.ollama' in sys.modules, 'ollama' in sys.modules)"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, cwd=tmp_path, env=cli.environment(),
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await process.communicate()
+    assert process.returncode == 0
+    assert out.decode().split() == ["offline-hash-v1:384", "False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("host", "refused"),
+    [
+        ("", None),  # the default port: refused unless an Ollama runs here
+        ("127.0.0.1:{free}", True),
+        (":{free}", True),
+        ("http://localhost:{free}", None),  # may resolve to ::1 and 127.0.0.1: left to the client
+        ("{listening}", False),
+        ("http://192.0.2.1:11434", False),  # not this machine: never probed here
+        ("http://[::1", False),  # unparsable: left to the client
+    ],
+)
+async def test_refused_on_loopback_reads_hosts_as_the_client_does(
+    host: str, refused: bool | None, fake_ollama: FakeOllama
+) -> None:
+    listening = fake_ollama.url.removeprefix("http://")
+    answer = await embedders._refused_on_loopback(
+        host.format(free=servers.free_port(), listening=listening)
+    )
+    if refused is not None:
+        assert answer is refused
 
 
 async def test_ollama_setting_fails_loudly(tmp_path: Path) -> None:

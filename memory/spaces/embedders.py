@@ -21,12 +21,14 @@ trained model. For real deployments use an Ollama embedding model (``paraphrase-
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import itertools
 import logging
 import re
 import unicodedata
+import urllib.parse
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -190,11 +192,14 @@ async def _ollama(settings: Settings) -> ports.Embedder:
 
 
 async def _auto(settings: Settings) -> ports.Embedder:
-    from memory.adapters import ollama
-
     host, model = settings.ollama_host, settings.ollama.embed_model
     if not settings.ollama.enabled:
         return OfflineHashEmbedder()
+    if await _refused_on_loopback(host):
+        logger.info("no Ollama listening at %s: offline embedder", host)
+        return OfflineHashEmbedder()
+    from memory.adapters import ollama  # ~0.1 s of imports, paid only when something listens
+
     try:
         async with asyncio.timeout(1.0):
             listed = await ollama.has_model(host, model, request_timeout=1.0)
@@ -205,3 +210,35 @@ async def _auto(settings: Settings) -> ports.Embedder:
         logger.info("Ollama at %s has no model %r: offline embedder", host, model)
         return OfflineHashEmbedder()
     return await _ollama(settings)
+
+
+#: the hosts where a refused connection means no Ollama (elsewhere a proxy could stand between)
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
+
+
+async def _refused_on_loopback(host: str) -> bool:
+    """Whether ``host`` (``OLLAMA_HOST``, read as the ``ollama`` client does) is on this machine
+    and refuses a TCP connection: then nothing is there to ask, and the ``auto`` choice needs no
+    Ollama client (issue 21: start-up). Anything else, a parse problem included, is left to it."""
+    url = host if "://" in host else f"http://{host or '127.0.0.1'}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80 if "://" in host else 11434)
+    except ValueError:
+        return False
+    name = parts.hostname or "127.0.0.1"
+    if name not in _LOOPBACK:
+        return False
+    try:
+        async with asyncio.timeout(1.0):
+            _, writer = await asyncio.open_connection(
+                "127.0.0.1" if name == "0.0.0.0" else name, port
+            )
+    except ConnectionRefusedError:
+        return True
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return False
