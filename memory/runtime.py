@@ -73,6 +73,16 @@ class Services:
     reply: reply_module.ReplyPolicy | None = None
     #: secrets and personal data out of chat text at ingestion; None: redaction off
     redactor: redaction.Redactor | None = None
+    #: picks the sources of each batch (told the bot's login with ``reply``)
+    planner: planner_module.Planner | None = None
+
+    def learn_bot_login(self, login: str) -> None:
+        """The bot account's login, from its token at start-up: ``@login`` addresses the bot
+        for when it speaks (``reply``) and for what a batch asks of it (``planner``)."""
+        if self.reply is not None:
+            self.reply.set_bot_login(login)
+        if self.planner is not None:
+            self.planner.add_bot_login(login)
 
 
 async def _open_cache_and_history(
@@ -296,6 +306,7 @@ async def lifespan(
             prefetch=spaces_prefetch,
             reliability=reliability,
             reply=reply_policy,
+            planner=turn_planner,
             redactor=redactor,
         )
         in_process = settings.worker.in_process if background_worker is None else background_worker

@@ -152,3 +152,20 @@ def test_a_viewer_called_like_the_persona_is_a_viewer() -> None:
     ] == ["mnemo"]
     own = chatlines.chat(1, "mnemo_bot", "hi @alice", user_id="4242")
     assert plans.viewers_of(own) == []
+
+
+def test_the_login_learnt_from_the_token_is_a_word_for_the_bot_in_planning() -> None:
+    """A bot account whose login is not its persona's name (``@helperbot`` for Mnemo): once the
+    token tells it, a question to ``@helperbot`` about its tastes is for the lore, not a search of
+    the asker's own memories."""
+    settings = conftest.IsolatedSettings(twitch={"bot_id": "4242"})
+    batch = models.Batch(
+        stream="s1", events=(chat(0, "alice", "@helperbot what is your favourite food?"),)
+    )
+    plans = planner.Planner(settings)
+    before = plans.plan(batch, [])
+    assert {s.kind for s in before.sources} == {"profile", "recall"}
+    plans.add_bot_login("HelperBot")
+    after = plans.plan(batch, [])
+    assert {s.kind for s in after.sources} == {"episodic", "lore"}
+    assert "bot_mention" in after.viewers[0].signals

@@ -127,6 +127,8 @@ async def test_live_chat_end_to_end(
         # the bot's real login, read from its token at start-up, addresses it
         assert services.reply is not None
         assert await services.reply.addresses(say_event(f"@{fake_twitch.BOT_LOGIN} hi"))
+        assert services.planner is not None
+        assert fake_twitch.BOT_LOGIN in services.planner.bot_words
 
     bot = seen["bot"]
     assert isinstance(bot, client.LiveMemoryBot)

@@ -113,7 +113,7 @@ async def run_bot(
                 session=http,
                 on_channels=register,
                 metrics=services.metrics.operator,
-                on_login=services.reply.set_bot_login if services.reply else None,
+                on_login=services.learn_bot_login,
             )
             connected: list[bool] = []
             try:

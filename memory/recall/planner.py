@@ -184,6 +184,14 @@ class Planner:
             sorted({n for n in (context.normalize(e) for e in lore_entities) if n} - self.bot_words)
         )
 
+    def add_bot_login(self, login: str) -> None:
+        """The bot account's Twitch login, learnt from its token at start-up (``@mnemo_bot`` is
+        what chat's autocomplete writes): a word for the bot, as its name and ``bot_login`` are."""
+        normalized = identity.normalize_login(login)
+        if normalized and normalized not in self.bot_words:
+            self.bot_words = self.bot_words | {normalized}
+            self.lore_entities = tuple(e for e in self.lore_entities if e != normalized)
+
     def plan(self, batch: models.Batch, history: Sequence[models.HistoryItem]) -> models.Plan:
         local = self._local_viewers(batch, history)
         candidates: dict[str, _Candidate] = {}
