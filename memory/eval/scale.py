@@ -417,36 +417,54 @@ def text_report(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _audience_costs(rows: list[dict[str, Any]]) -> list[tuple[str, list[float | None]]]:
+    """Each plotted cost of the audience rows, in seconds (``None``: not measured)."""
+
+    def ms(figures: dict[str, Any] | None) -> float | None:
+        return None if figures is None else figures["p95"] / 1000
+
+    return [
+        ("start-up (s)", [r["startup"]["seconds_min"] for r in rows]),
+        ("inspect (s)", [r["inspect"]["seconds_min"] for r in rows]),
+        ("first memory p50 (s)", [r["first_memory_ms"]["p50"] / 1000 for r in rows]),
+        ("memory stage cold p95 (s)", [ms(r["memory_stage_ms"]["cold"]) for r in rows]),
+        (
+            "memory stage, opened in window p95 (s)",
+            [ms(r["memory_stage_ms"].get("window")) for r in rows],
+        ),
+    ]
+
+
 def _pair(figures: dict[str, float] | None) -> str:
     return "–" if figures is None else f"{figures['p50']:.1f} / {figures['p95']:.1f}"
 
 
 def plot(data: dict[str, Any], path: Path) -> Path:
-    """Log-log: each cost against the size it grows with (needs matplotlib: ``.[report]``)."""
+    """Log-log: each cost against the size it grows with (needs matplotlib: ``.[report]``).
+
+    An audience row may name its ``series`` (the store it measured): each series is drawn in a
+    line style of its own, each cost in a colour of its own (``scripts/plot_scale.py``)."""
     from memory.eval import report
 
     plt = report._pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    rows = data["audience"]
-    sizes = [r["viewers"] for r in rows]
-    for label, values in (
-        ("start-up (s)", [r["startup"]["seconds_min"] for r in rows]),
-        ("inspect (s)", [r["inspect"]["seconds_min"] for r in rows]),
-        ("first memory p50 (s)", [r["first_memory_ms"]["p50"] / 1000 for r in rows]),
-        ("memory stage cold p95 (s)", [r["memory_stage_ms"]["cold"]["p95"] / 1000 for r in rows]),
-    ):
-        left.plot(sizes, values, marker="o", label=label)
-    opened = [(r["viewers"], r["memory_stage_ms"].get("window")) for r in rows]
-    opened = [(n, w["p95"] / 1000) for n, w in opened if w is not None]
-    if opened:  # measured only where the batch-window opening exists
-        left.plot(
-            *zip(*opened, strict=True), marker="s", label="memory stage, opened in window p95"
-        )
-    for r, y in zip(rows, [r["startup"]["seconds_min"] for r in rows], strict=True):
-        left.annotate(f"×{r['memories_per_viewer']}", (r["viewers"], y), fontsize=7)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    series: dict[str, list[dict[str, Any]]] = {}
+    for row in data["audience"]:
+        series.setdefault(row.get("series", ""), []).append(row)
+    for (name, rows), style in zip(series.items(), ("-", "--", ":", "-."), strict=False):
+        rows = sorted(rows, key=lambda r: r["viewers"])
+        suffix = f", {name}" if name else ""
+        for colour, (label, values) in enumerate(_audience_costs(rows)):
+            points = [(r["viewers"], v) for r, v in zip(rows, values, strict=True) if v]
+            if points:
+                left.plot(*zip(*points, strict=True), style, color=f"C{colour}", marker="o",
+                          label=label + suffix)  # fmt: skip
+        for r in rows:
+            left.annotate(f"×{r['memories_per_viewer']}", (r["viewers"], r["startup"]["seconds_min"]),
+                          fontsize=7)  # fmt: skip
     left.set(xscale="log", yscale="log", xlabel="viewers", ylabel="seconds",
              title="Cost against audience size")  # fmt: skip
-    left.legend(fontsize=8)
+    left.legend(fontsize=7)
     turns = [r["turns"] for r in data["ingest"]]
     right.plot(turns, [r["ms_p50"] for r in data["ingest"]], marker="o", label="p50")
     right.plot(turns, [r["ms_p95"] for r in data["ingest"]], marker="o", label="p95")
