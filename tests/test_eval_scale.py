@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from memory.eval import harness, scale
+from tests.cli import ROOT
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,3 +57,20 @@ def test_the_report_has_a_row_per_size() -> None:
     text = scale.text_report(data)
     assert "| 1,000 × 10 |" in text and "| 10,000 × 10 |" in text
     assert "REDIS_URL unset" in text
+
+
+def test_the_plotted_rows_name_their_store_and_source_and_hold_every_plotted_cost() -> None:
+    """``docs/evaluation/scale_points.json`` feeds the log-log plot (``scripts/plot_scale.py``):
+    each row says which store it measured and where its figures come from."""
+    points = json.loads((ROOT / "docs" / "evaluation" / "scale_points.json").read_text("utf-8"))
+    series: dict[str, list[dict[str, Any]]] = {}
+    for row in points["audience"]:
+        assert row["series"] and row["source"]
+        series.setdefault(row["series"], []).append(row)
+        assert row["memory_stage_ms"]["cold"]["p95"] > 0
+    assert {"local mode", "Qdrant Edge"} <= set(series)
+    for rows in series.values():
+        costs = scale._audience_costs(rows)
+        assert all(v is None or v > 0 for _, values in costs for v in values)
+        assert sorted(r["viewers"] for r in rows) == [r["viewers"] for r in rows]
+    assert all(r["ms_p50"] <= r["ms_p95"] for r in points["ingest"])
