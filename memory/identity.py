@@ -22,6 +22,10 @@ def normalize_login(login: str) -> str:
     >>> normalize_login("@Ａlice\u200b")
     'alice'
     """
+    if (
+        login.isascii()
+    ):  # every Twitch login: NFKC and casefold are lower(), the rest is the charset
+        return _NOT_LOGIN.sub("", login.lower())
     text = unicodedata.normalize("NFKC", login).casefold()
     text = _INVISIBLE.sub("", text)
     text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C")
