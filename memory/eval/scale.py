@@ -447,24 +447,30 @@ def plot(data: dict[str, Any], path: Path) -> Path:
     from memory.eval import report
 
     plt = report._pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 6))
     series: dict[str, list[dict[str, Any]]] = {}
     for row in data["audience"]:
         series.setdefault(row.get("series", ""), []).append(row)
-    for (name, rows), style in zip(series.items(), ("-", "--", ":", "-."), strict=False):
+    styles = dict(zip(series, ("--", "-", ":", "-."), strict=False))
+    for name, rows in series.items():
         rows = sorted(rows, key=lambda r: r["viewers"])
-        suffix = f", {name}" if name else ""
         for colour, (label, values) in enumerate(_audience_costs(rows)):
             points = [(r["viewers"], v) for r, v in zip(rows, values, strict=True) if v]
-            if points:
-                left.plot(*zip(*points, strict=True), style, color=f"C{colour}", marker="o",
-                          label=label + suffix)  # fmt: skip
+            if points:  # a cost's colour is the same in every series; the legend names it once
+                left.plot(*zip(*points, strict=True), styles[name], color=f"C{colour}",
+                          marker="o", label=label if name == next(iter(series)) else None)  # fmt: skip
         for r in rows:
             left.annotate(f"×{r['memories_per_viewer']}", (r["viewers"], r["startup"]["seconds_min"]),
                           fontsize=7)  # fmt: skip
+    handles, labels = left.get_legend_handles_labels()
+    if len(series) > 1:  # the line styles: one per store
+        for name, style in styles.items():
+            (line,) = left.plot([], [], style, color="black")
+            handles.append(line)
+            labels.append(name)
     left.set(xscale="log", yscale="log", xlabel="viewers", ylabel="seconds",
              title="Cost against audience size")  # fmt: skip
-    left.legend(fontsize=7)
+    left.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.15), ncol=2)
     turns = [r["turns"] for r in data["ingest"]]
     right.plot(turns, [r["ms_p50"] for r in data["ingest"]], marker="o", label="p50")
     right.plot(turns, [r["ms_p95"] for r in data["ingest"]], marker="o", label="p95")
