@@ -22,9 +22,8 @@ def normalize_login(login: str) -> str:
     >>> normalize_login("@Ａlice\u200b")
     'alice'
     """
-    if (
-        login.isascii()
-    ):  # every Twitch login: NFKC and casefold are lower(), the rest is the charset
+    # every Twitch login is ASCII: there NFKC and casefold are lower(), the rest is the charset
+    if login.isascii():
         return _NOT_LOGIN.sub("", login.lower())
     text = unicodedata.normalize("NFKC", login).casefold()
     text = _INVISIBLE.sub("", text)

@@ -452,13 +452,14 @@ def plot(data: dict[str, Any], path: Path) -> Path:
     for row in data["audience"]:
         series.setdefault(row.get("series", ""), []).append(row)
     styles = dict(zip(series, ("--", "-", ":", "-."), strict=False))
+    first = next(iter(series), None)
     for name, rows in series.items():
         rows = sorted(rows, key=lambda r: r["viewers"])
         for colour, (label, values) in enumerate(_audience_costs(rows)):
             points = [(r["viewers"], v) for r, v in zip(rows, values, strict=True) if v]
             if points:  # a cost's colour is the same in every series; the legend names it once
                 left.plot(*zip(*points, strict=True), styles[name], color=f"C{colour}",
-                          marker="o", label=label if name == next(iter(series)) else None)  # fmt: skip
+                          marker="o", label=label if name == first else None)  # fmt: skip
         for r in rows:
             left.annotate(f"×{r['memories_per_viewer']}", (r["viewers"], r["startup"]["seconds_min"]),
                           fontsize=7)  # fmt: skip
