@@ -12,7 +12,7 @@ import pytest
 import qdrant_edge as edge
 
 from memory import errors, identity
-from memory.adapters import edge_shards, qdrant, qdrant_edge
+from memory.adapters import edge_models, edge_shards, qdrant, qdrant_edge
 from memory.spaces import embedders
 from tests import scan
 from tests.test_spaces import edge_spaces, record, settings
@@ -221,3 +221,68 @@ async def test_a_shard_of_the_previous_release_opens_and_moves_to_disk_at_close(
     assert side["placement"] == 1
     async with edge_spaces(tmp_path, "shared") as spaces:
         assert await spaces.count(ALICE) == 2
+
+
+def _wal_segments(shard: Path) -> set[int]:
+    return {p.stat().st_size for p in (shard / "wal").iterdir() if p.name.startswith("open-")}
+
+
+async def test_a_shards_wal_segments_are_small_from_its_creation_and_after_an_upgrade(
+    tmp_path: Path,
+) -> None:
+    """Edge takes the WAL's options only from its ``edge_config.json``: a segment of Edge's
+    default 32 MB would be read whole into memory at every load once the log rotates."""
+    capacity = edge_shards.WAL_OPTIONS["segment_capacity"]
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin")])
+        shard = tmp_path / "edge" / spaces.collection(ALICE)
+    assert _wal_segments(shard) == {capacity}
+    # a shard made with Edge's defaults (an earlier release): its segments made from now on
+    config = json.loads((shard / "edge_config.json").read_text(encoding="utf-8"))
+    del config["wal_options"]
+    (shard / "edge_config.json").write_text(json.dumps(config), encoding="utf-8")
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.count(ALICE) == 1
+    recorded = json.loads((shard / "edge_config.json").read_text(encoding="utf-8"))
+    assert recorded["wal_options"] == edge_shards.WAL_OPTIONS
+
+
+def _indexed(shard: Path) -> set[str]:
+    loaded = edge.EdgeShard.load(str(shard), None)
+    try:
+        return set(loaded.info().payload_schema)
+    finally:
+        loaded.close()
+
+
+async def test_payload_indexes_are_built_once_a_shard_is_big_enough_and_dropped_below(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each index costs a shard ~4 MB of memory however few points it holds; a small shard's
+    filtered reads (searches, counts, the list of spaces) are the same without them."""
+    monkeypatch.setattr(edge_models, "INDEX_AT", 4)
+    first = [record(ALICE, "I live in Turin"), record(BOB, "I live in Rome")]
+    later = [record(ALICE, "my cat is called Miso"), record(BOB, "I play chess")]
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert(first)
+        shard = tmp_path / "edge" / spaces.collection(ALICE)
+        assert isinstance(spaces.client, qdrant_edge.EdgeClient)
+        engine = spaces.client.engine
+        assert set(engine._shards[shard.name].info().payload_schema) == set()
+        assert [h.record.id for h in await spaces.search(BOB, "where do I live")] == [first[1].id]
+        assert await spaces.spaces() == sorted([ALICE, BOB])
+        await spaces.upsert(later)  # the fourth point: the indexes are built at once
+        assert "tenant" in engine._shards[shard.name].info().payload_schema
+        assert [h.record.text for h in await spaces.search(ALICE, "my cat")][:1] == [later[0].text]
+        assert await spaces.spaces() == sorted([ALICE, BOB])
+        assert await spaces.count(BOB) == 2
+    side = json.loads((shard / "collection.json").read_text(encoding="utf-8"))
+    assert _indexed(shard) == set(side["indexes"]) == {
+        "turn_id", "kind", "superseded_by", "said_at", "tenant"
+    }  # fmt: skip
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert await spaces.delete(BOB, [m.id for m in (first[1], later[1])]) == 2
+    async with edge_spaces(tmp_path, "shared") as spaces:  # below the size at this load
+        assert await spaces.spaces() == [ALICE]
+        assert await spaces.count(ALICE) == 2
+    assert _indexed(shard) == set()

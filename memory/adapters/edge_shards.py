@@ -6,6 +6,7 @@ lock and the swap recovery, which run once when the engine opens.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import json
@@ -25,6 +26,17 @@ if TYPE_CHECKING:
 SIDE_FILE = "collection.json"
 VACUUM, OLD = ".vacuum", ".old"
 _PAGE = 512
+#: Edge's own record of a shard's configuration, which it reads at ``load``
+EDGE_CONFIG = "edge_config.json"
+#: The write-ahead log's segments: 4 MB instead of Edge's 32 MB. The WAL keeps its open segment,
+#: one made ahead and one closed segment after a flush, and ``load`` reads a closed one whole:
+#: 32 MB of resident memory for any shard written past its first segment (issue 21 session 8:
+#: 31.9 of the 10,000 x 100 viewer shard's RSS). Edge 0.9 takes these options only from its
+#: ``edge_config.json`` (``wal_options``, the ``wal`` crate's ``WalOptions``; not in its Python
+#: API), so they are written there before ``load`` creates a shard or opens one (segments made
+#: from then on have this size; an entry bigger than a segment gets a segment its size).
+#: ``tests/test_edge_store.py`` checks the segments Edge makes.
+WAL_OPTIONS = {"segment_capacity": 4 << 20, "segment_queue_len": 0, "retain_closed": 1}
 
 
 def in_use(root: Path) -> errors.StoreUnavailable:
@@ -59,23 +71,93 @@ def lock_root(root: Path) -> IO[str]:
     return handle
 
 
-def apply(shard: edge.EdgeShard, operation: edge.UpdateOperation, flush: bool) -> None:
+def apply(
+    shard: edge.EdgeShard,
+    operation: edge.UpdateOperation,
+    flush: bool,
+    unindexed: dict[str, Any] | None = None,
+) -> bool:
+    """Apply ``operation``; ``unindexed``: the side record of a shard without its payload indexes,
+    which are built once it has grown to ``edge_models.INDEX_AT`` points. Returns whether the
+    shard has its indexes."""
     shard.update(operation)
+    indexed = unindexed is None or fit_indexes(shard, unindexed)
     if flush:  # segments on disk: the WAL to replay after a crash stays short
         shard.flush()
+    return indexed
 
 
-def create(folder: Path, side: dict[str, Any]) -> edge.EdgeShard:
+def fit_indexes(shard: edge.EdgeShard, side: dict[str, Any]) -> bool:
+    """The side record's payload indexes in Edge from ``edge_models.INDEX_AT`` points on, none
+    below (a shard of an earlier release may have them); returns whether the shard has them."""
+    info = shard.info()
+    present = set(info.payload_schema)
+    if info.points_count < edge_models.INDEX_AT:
+        for field in sorted(present):
+            shard.update(edge.UpdateOperation.delete_field_index(field))
+        return False
+    for field in side["indexes"]:
+        if field not in present:
+            shard.update(edge_models.index_operation(field, side))
+    return True
+
+
+def _wal_options(folder: Path) -> None:
+    """``WAL_OPTIONS`` in the shard's ``edge_config.json`` (written first if there is none)."""
+    path = folder / EDGE_CONFIG
+    recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if recorded.get("wal_options") != WAL_OPTIONS:
+        recorded["wal_options"] = WAL_OPTIONS
+        temporary = folder / f".{EDGE_CONFIG}.tmp"
+        temporary.write_text(json.dumps(recorded), encoding="utf-8")
+        os.replace(temporary, path)
+
+
+def facet(
+    shard: edge.EdgeShard, request: edge.FacetRequest, key: str, limit: int
+) -> list[tuple[Any, int]]:
+    """The values of ``key`` and their counts, most first: Edge's facet where the field has an
+    index, else counted from the payloads (a shard below ``edge_models.INDEX_AT`` points)."""
+    if key in shard.info().payload_schema:
+        return [(hit.value, hit.count) for hit in shard.facet(request).hits]
+    counts: collections.Counter[Any] = collections.Counter()
+    offset: Any = None
+    while True:
+        scroll = edge.ScrollRequest(
+            offset=offset,
+            limit=_PAGE,
+            filter=request.filter,
+            with_payload=edge.PayloadSelector.Include([key]),
+        )
+        found, offset = shard.scroll(scroll)
+        counts.update(r.payload[key] for r in found if r.payload and key in r.payload)
+        if offset is None:
+            return counts.most_common(limit)
+
+
+def create(folder: Path, side: dict[str, Any], name: str | None = None) -> edge.EdgeShard:
+    """A new shard in ``folder`` (which must not hold one): Edge's ``load`` of a folder with only
+    its configuration creates the shard, with the ``WAL_OPTIONS`` that ``create`` cannot take."""
     side["placement"] = edge_models.PLACEMENT
+    folder.mkdir(parents=True)
+    _wal_options(folder)
     with translated(folder.parent):
-        return edge.EdgeShard.create(str(folder), edge_models.config(side, folder.name))
+        return edge.EdgeShard.load(str(folder), edge_models.config(side, name or folder.name))
 
 
 def load(folder: Path, root: Path, side: dict[str, Any]) -> edge.EdgeShard:
-    """Open a shard with this release's placement (``edge_models.config``): Edge records it, and
-    the segments it makes from now on follow it (``settle`` moves the older ones)."""
+    """Open a shard with this release's placement (``edge_models.config``) and WAL segments
+    (``WAL_OPTIONS``): Edge records them, and the segments it makes from now on follow them
+    (``settle`` moves the older ones; a shard's older WAL segments go as the log rotates)."""
+    _wal_options(folder)
     with translated(root):
-        return edge.EdgeShard.load(str(folder), edge_models.config(side, folder.name))
+        shard = edge.EdgeShard.load(str(folder), edge_models.config(side, folder.name))
+        try:
+            fit_indexes(shard, side)
+        except BaseException:
+            shard.close()
+            raise
+        return shard
 
 
 def settle(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> bool:
@@ -85,7 +167,7 @@ def settle(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> bool:
     rebuilding their indexes in RAM. Run at close because ``optimize`` holds the GIL: a running
     bot would stop for it. Returns whether segments changed."""
     with translated(folder.parent):
-        if side.get("placement") != edge_models.PLACEMENT:
+        if side.get("placement") != edge_models.PLACEMENT and fit_indexes(shard, side):
             for field in side["indexes"]:
                 shard.update(edge_models.index_operation(field, side))
         changed = shard.optimize()
@@ -115,11 +197,8 @@ def rebuild(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> None:
     """Copy the live points of ``shard`` into a new shard beside it (closed when complete)."""
     target = folder.with_name(folder.name + VACUUM)
     shutil.rmtree(target, ignore_errors=True)
-    side["placement"] = edge_models.PLACEMENT
-    fresh = edge.EdgeShard.create(str(target), edge_models.config(side, folder.name))
+    fresh = create(target, side, folder.name)
     try:
-        for field in side["indexes"]:
-            fresh.update(edge_models.index_operation(field, side))
         offset: Any = None
         while True:
             request = edge.ScrollRequest(
@@ -131,6 +210,7 @@ def rebuild(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> None:
                 fresh.update(edge.UpdateOperation.upsert_points(points))
             if offset is None:
                 break
+        fit_indexes(fresh, side)
         write_side(target, side)
     finally:
         close(fresh)

@@ -266,7 +266,8 @@ class Collections:
         logger.info("created Qdrant collection %s", name, extra={"action": "collection_created"})
 
     async def _index(self, name: str) -> None:
-        """Payload indexes (a server's and Qdrant Edge's; local mode ignores them and warns once)."""
+        """Payload indexes (a server's; Qdrant Edge builds them once a shard is big enough,
+        ``edge_models.INDEX_AT``; local mode ignores them and warns once)."""
         fields: list[tuple[str, qm.KeywordIndexParams | qm.DatetimeIndexParams]] = [
             ("turn_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),
             ("kind", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD)),

@@ -91,6 +91,8 @@ class EdgeEngine:
         self._flushed: dict[str, float] = {}
         #: shards written since they were loaded: ``close`` settles them (``edge_shards.settle``)
         self._written: set[str] = set()
+        #: shards known to have their payload indexes (``edge_shards.fit_indexes``)
+        self._indexed: set[str] = set()
         self._write_locks: dict[str, asyncio.Lock] = {}
         #: calls in flight per shard, and the condition a vacuum waits on for them to end
         self._inflight: dict[str, int] = {}
@@ -153,6 +155,7 @@ class EdgeEngine:
             return False
         shard = self._shards.pop(collection_name, None)
         self._sides.pop(collection_name, None)
+        self._indexed.discard(collection_name)
         if shard is not None:
             await asyncio.to_thread(shard.close)
         await asyncio.to_thread(shutil.rmtree, self._folder(collection_name), True)
@@ -161,10 +164,16 @@ class EdgeEngine:
     async def create_payload_index(
         self, collection_name: str, field_name: str, field_schema: Any = None, **kwargs: Any
     ) -> qm.UpdateResult:
+        """Recorded in the side file; built in Edge once the shard is big enough to need it
+        (``edge_models.INDEX_AT``)."""
         side = self._side(collection_name)
         side["indexes"][field_name] = edge_models.index_record(field_schema)
-        await self._update(collection_name, edge_models.index_operation(field_name, side))
         edge_shards.write_side(self._folder(collection_name), side)
+        async with self._writes(collection_name), self._using(collection_name) as shard:
+            with edge_shards.translated(self.root):
+                if await asyncio.to_thread(edge_shards.fit_indexes, shard, side):
+                    self._indexed.add(collection_name)
+        self._written.add(collection_name)
         return _done()
 
     # -- points --------------------------------------------------------------------------------
@@ -240,9 +249,9 @@ class EdgeEngine:
             key=key, limit=limit, exact=True, filter=edge_models.filter_(facet_filter)
         )
         async with self._using(collection_name) as shard:
-            response = shard.facet(request)
+            counted = edge_shards.facet(shard, request, key, limit)
         return qm.FacetResponse(
-            hits=[qm.FacetValueHit(value=h.value, count=h.count) for h in response.hits]
+            hits=[qm.FacetValueHit(value=value, count=count) for value, count in counted]
         )
 
     async def query_points(
@@ -356,9 +365,11 @@ class EdgeEngine:
         flush = now - self._flushed.setdefault(name, now) >= FLUSH_SECONDS
         if flush:
             self._flushed[name] = now
+        unindexed = None if name in self._indexed else self._side(name)
         async with self._writes(name), self._using(name) as shard:
             with edge_shards.translated(self.root):
-                await asyncio.to_thread(edge_shards.apply, shard, operation, flush)
+                if await asyncio.to_thread(edge_shards.apply, shard, operation, flush, unindexed):
+                    self._indexed.add(name)
 
     def _writes(self, name: str) -> asyncio.Lock:
         """Held by each write to shard ``name`` and by its vacuum (which must see them all)."""
