@@ -143,8 +143,8 @@ def index_record(schema: Any) -> dict[str, Any]:
 #: A shard's payload indexes (its side file's ``indexes``) are built in Edge once it holds this
 #: many points, and dropped below it (``edge_shards.fit_indexes``). Each keyword index costs its
 #: shard 4-5 MB of resident memory at ``load`` however few points it holds (measured, issue 21
-#: session 9: a 300-point shard loads +35 MB with four, +5 MB with none): ~66 MB for the lore and
-#: stream shards of the shared layout, or for every open shard of the per-viewer one. Below this
+#: session 9: a 300-point shard loads +35 MB with four, +5 MB with none): ~44 MB for the lore and
+#: stream shards of the shared layout, ~22 MB for each open shard of the per-viewer one. Below this
 #: size a filtered search reads each point's payload instead: ~1 ms at 500 points, 3 ms at 2,000
 #: (0.6 ms with the indexes at 5,000).
 INDEX_AT = 1_000
