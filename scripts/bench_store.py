@@ -6,8 +6,13 @@
 Runs ``memory.eval.scale``'s pieces (``build_audience``, ``startup_and_inspect``, ``memory_stage``)
 in one temporary data folder and adds the store's size on disk. ``--data-dir``: an audience built
 before (``scale.build_audience`` into that folder) is measured instead, without building (a new
-viewer's first memory is then ``scale.first_memory`` with viewers after the audience). The load
-average (``os.getloadavg``) is recorded before and after. It imports whatever checkout
+viewer's first memory is then ``scale.first_memory`` with viewers after the audience); its store's
+files are read once first, so that every run starts with them in the page cache (issue 21 session
+9: on this project's VMs DAMON evicts most of a freshly written store within minutes; a run on
+evicted files measures the disk). The load average (``os.getloadavg``) is recorded before and
+after, and ``cpu_probe_ms`` — the best of five runs of one fixed pure-Python loop — so that runs
+on machines of different speeds can be told apart (session 9's machine ran the same code 2-2.5x
+slower than session 8's). It imports whatever checkout
 ``PYTHONPATH`` names, so the previous store is measured the same way from an export of an older
 commit (issue 21: ``git archive 86a3b69 | tar -x -C /work/prev``, then
 ``PYTHONPATH=/work/prev .venv/bin/python scripts/bench_store.py …``).
@@ -25,6 +30,27 @@ from pathlib import Path
 from typing import Any
 
 from memory.eval import harness, scale
+
+
+def cpu_probe_ms() -> float:
+    """The best of five timings of one fixed loop: this machine's speed, for comparing runs."""
+    best = float("inf")
+    for _ in range(5):
+        began = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, time.perf_counter() - began)
+    return best * 1000
+
+
+def read_files(folder: Path) -> int:
+    """Read every file under ``folder`` once (into the page cache); returns the bytes read."""
+    total = 0
+    for path in folder.rglob("*"):
+        if path.is_file():
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    total += len(chunk)
+    return total
 
 
 def disk_mb(folder: Path) -> float:
@@ -45,8 +71,10 @@ async def measure_folder(data_dir: Path, viewers: int, row: dict[str, Any]) -> d
 async def measure(viewers: int, memories: int, data_dir: Path | None) -> dict[str, Any]:
     row: dict[str, Any] = {"viewers": viewers, "memories_per_viewer": memories}
     row["load_before"] = os.getloadavg()
+    row["cpu_probe_ms"] = cpu_probe_ms()
     began = time.perf_counter()
     if data_dir is not None:
+        row["cached_mb"] = await asyncio.to_thread(read_files, data_dir) / 1e6
         row = await measure_folder(data_dir, viewers, row)
         # after the rest: these viewers are then in the folder (numbered past any earlier run's)
         first = viewers + 1000 * int(time.time() % 1000)
