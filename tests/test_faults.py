@@ -41,14 +41,20 @@ OUTAGE_SECONDS = 10.0
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
+#: what ``_settled`` saw last, told when the wait for it times out (a run that fails says how)
+_last_outcomes: list[str] = []
+
+
 async def until(check: object, what: str, deadline: float = 60.0) -> None:
     """Poll ``await check()`` until true, within ``deadline`` seconds."""
     end = time.monotonic() + deadline
+    _last_outcomes.clear()
     while time.monotonic() < end:
         if await check():  # type: ignore[operator]
             return
         await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    seen = f": {' '.join(_last_outcomes)}" if _last_outcomes else ""
+    raise AssertionError(f"timed out waiting for {what}{seen}")
 
 
 async def fetch(dsn: str, query: str) -> list[asyncpg.Record]:
@@ -173,9 +179,18 @@ async def _settled(dsn: str, expected: int) -> bool:
     """Every message stored and in a finished turn (answered and delivered, or missed)."""
     try:
         rows = await fetch(dsn, OUTCOMES)
-    except (OSError, asyncpg.PostgresError):
+    except (OSError, asyncpg.PostgresError) as exc:
+        _last_outcomes[:] = [f"outcomes unreadable: {exc!r}"]
         return False
     done = [r for r in rows if r["status"] == "missed" or (r["status"] != "pending" and r["sent"])]
+    _last_outcomes[:] = [
+        f"{len(rows)} rows, {len(done)} settled; not settled: "
+        + ", ".join(
+            f"{r['id']} (turn {r['turn_id']}, {r['status']}, sent {r['sent']})"
+            for r in rows
+            if r not in done
+        )
+    ]
     return len(rows) == expected and len(done) == expected
 
 
