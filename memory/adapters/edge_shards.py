@@ -108,9 +108,7 @@ def _wal_options(folder: Path) -> None:
     recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     if recorded.get("wal_options") != WAL_OPTIONS:
         recorded["wal_options"] = WAL_OPTIONS
-        temporary = folder / f".{EDGE_CONFIG}.tmp"
-        temporary.write_text(json.dumps(recorded), encoding="utf-8")
-        os.replace(temporary, path)
+        _write_json(folder, EDGE_CONFIG, recorded)
 
 
 def facet(
@@ -188,9 +186,14 @@ def close(shard: edge.EdgeShard, *, flush: bool = True) -> None:
 
 
 def write_side(folder: Path, side: dict[str, Any]) -> None:
-    temporary = folder / f".{SIDE_FILE}.tmp"
-    temporary.write_text(json.dumps(side), encoding="utf-8")
-    os.replace(temporary, folder / SIDE_FILE)
+    _write_json(folder, SIDE_FILE, side)
+
+
+def _write_json(folder: Path, name: str, value: dict[str, Any]) -> None:
+    """``folder/name`` replaced whole (a crash leaves the old file or the new one)."""
+    temporary = folder / f".{name}.tmp"
+    temporary.write_text(json.dumps(value), encoding="utf-8")
+    os.replace(temporary, folder / name)
 
 
 def rebuild(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> None:
