@@ -98,7 +98,7 @@ async def test_the_shared_shards_load_at_start_so_no_turn_waits_for_them(tmp_pat
     async with edge_spaces(tmp_path, "shared") as spaces:
         await spaces.upsert([record(ALICE, "I live in Turin"), record(STREAM, "we talked")])
     async with edge_spaces(tmp_path, "shared") as spaces:
-        engine = spaces.client.engine  # type: ignore[attr-defined]
+        engine = spaces.client.engine
         assert engine.open_names() == []  # opening reads the side files only
         assert await spaces.preload() == 2
         assert sorted(engine.open_names()) == ["lm_shared_stream", "lm_shared_viewer"]
@@ -113,7 +113,7 @@ async def test_warming_the_shared_layout_reads_a_viewers_points_at_most_once_a_m
     async with edge_spaces(tmp_path, "shared") as spaces:
         await spaces.upsert([record(ALICE, f"memory {i} about Turin") for i in range(3)])
         await spaces.upsert([record(BOB, "I live in Turin")])
-        engine = spaces.client.engine  # type: ignore[attr-defined]
+        engine = spaces.client.engine
         read: list[int] = []
         touch = engine.touch
 

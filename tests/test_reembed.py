@@ -13,11 +13,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from qdrant_client import models as qm
 
 from memory import errors
 from memory.adapters import ollama as ollama_adapter
 from memory.adapters import qdrant, qdrant_bm25, qdrant_collections, qdrant_reembed
+from memory.adapters import qdrant_models as qm
 from memory.ops import admin
 from memory.spaces import embedders
 from memory.spaces import store as spaces_module

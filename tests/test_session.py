@@ -133,7 +133,7 @@ async def test_a_stored_message_opens_its_viewers_spaces_before_its_batch_closes
             await svc.spaces.upsert([memory(user_id, "I keep bees")])
     async with services_module.lifespan(settings, no_llm=True, background_worker=False) as svc:
         assert isinstance(svc.spaces, qdrant.QdrantSpaces) and svc.prefetch is not None
-        folders = svc.spaces.client.engine  # type: ignore[attr-defined]
+        folders = svc.spaces.client.engine
         replay = session.Replay(svc, deliver)
         await replay.feed(said(10, "2001", "alice", "@bob do you still keep bees?"))
         await svc.prefetch.settle()

@@ -11,7 +11,7 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from memory import errors, identity, ports
-from memory.adapters import qdrant, qdrant_edge
+from memory.adapters import qdrant, qdrant_edge, qdrant_server
 from memory.spaces import embedders, records
 from memory.spaces import store as spaces
 from tests.conftest import IsolatedSettings
@@ -292,7 +292,7 @@ async def test_a_collection_of_another_embedder_is_refused(tmp_path: Path) -> No
     # skipping the manifest check (constructed directly): each collection is checked on first use
     other = embedders.OfflineHashEmbedder(dim=384)
     other.name = "ollama:all-minilm:latest"
-    stale = qdrant.QdrantSpaces(client, other)
+    stale = qdrant.QdrantSpaces(qdrant_server.ServerClient(client), other)
     with pytest.raises(errors.EmbedderMismatch, match="ollama:all-minilm:latest"):
         await stale.search(ALICE, "Turin")
     with pytest.raises(errors.EmbedderMismatch):

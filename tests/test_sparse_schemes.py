@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from qdrant_client import models as qm
 
 from memory import errors, identity
 from memory.adapters import qdrant, qdrant_bm25, qdrant_edge, qdrant_reembed
+from memory.adapters import qdrant_models as qm
 from memory.spaces import embedders, lexical
 from memory.spaces import store as spaces
 from tests.test_spaces import edge_spaces, record, settings

@@ -1,4 +1,4 @@
-"""qdrant-client's models to Qdrant Edge's and back, for ``qdrant_edge.EdgeEngine``.
+"""The adapters' Qdrant models (``qdrant_models``) to Qdrant Edge's and back, for ``qdrant_edge``.
 
 Only what the memory adapters send is translated (named or unnamed dense vectors, sparse vectors,
 keyword / datetime payload indexes, match / range / is-empty / has-id conditions, nearest queries
@@ -8,12 +8,12 @@ instead of being half-translated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 import qdrant_edge as edge
-from qdrant_client import models as qm
+
+from memory.adapters import qdrant_models as qm
 
 _DISTANCES = {
     qm.Distance.COSINE: edge.Distance.Cosine,
@@ -96,27 +96,7 @@ def config(side: dict[str, Any], name: str = "") -> edge.EdgeConfig:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Params:
-    vectors: Any
-    sparse_vectors: dict[str, qm.SparseVectorParams]
-
-
-@dataclass(frozen=True, slots=True)
-class _Config:
-    params: _Params
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CollectionInfo:
-    """The part of ``qm.CollectionInfo`` the adapters read."""
-
-    config: _Config
-    points_count: int | None = None
-
-
-def collection_info(side: dict[str, Any]) -> CollectionInfo:
+def collection_info(side: dict[str, Any]) -> qm.CollectionInfo:
     dense = {
         name: qm.VectorParams(size=v["size"], distance=qm.Distance(v["distance"]))
         for name, v in side["vectors"].items()
@@ -125,8 +105,12 @@ def collection_info(side: dict[str, Any]) -> CollectionInfo:
         name: qm.SparseVectorParams(modifier=qm.Modifier.IDF if s["idf"] else None)
         for name, s in side["sparse"].items()
     }
-    params = _Params(vectors=dense.get("") if list(dense) == [""] else dense, sparse_vectors=sparse)
-    return CollectionInfo(config=_Config(params=params, metadata=dict(side["metadata"])))
+    params = qm.CollectionParams(
+        vectors=dense.get("") if list(dense) == [""] else dense, sparse_vectors=sparse
+    )
+    return qm.CollectionInfo(
+        config=qm.CollectionConfig(params=params, metadata=dict(side["metadata"]))
+    )
 
 
 def index_record(schema: Any) -> dict[str, Any]:
@@ -196,31 +180,15 @@ def record(found: edge.Record) -> qm.Record:
     return qm.Record(id=str(found.id), payload=found.payload, vector=_vector_out(found.vector))
 
 
-@dataclass(frozen=True, slots=True)
-class Scored:
-    """A found point as the adapters read ``qm.ScoredPoint`` (id, version, score, payload,
-    vector), without pydantic's validation of Edge's already typed values: 40 of them a search,
-    about half of their conversion's cost (issue 21, session 7)."""
-
-    id: str
-    version: int
-    score: float
-    payload: dict[str, Any] | None
-    vector: Any = None
-    shard_key: None = None
-    order_value: None = None
-
-
 def scored(found: edge.ScoredPoint) -> qm.ScoredPoint:
     vector = found.vector
-    point = Scored(
-        str(found.id),
-        found.version,
-        found.score,
-        found.payload,
-        None if vector is None else _vector_out(vector),
+    return qm.ScoredPoint(
+        id=str(found.id),
+        version=found.version,
+        score=found.score,
+        payload=found.payload,
+        vector=None if vector is None else _vector_out(vector),
     )
-    return point  # type: ignore[return-value]  # read as a ScoredPoint (its fields)
 
 
 def delete_operation(selector: Any) -> edge.UpdateOperation:

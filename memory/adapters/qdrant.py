@@ -24,9 +24,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from qdrant_client import AsyncQdrantClient
-from qdrant_client import models as qm
-
 from memory import identity
 from memory.adapters import (
     qdrant_bm25,
@@ -36,6 +33,7 @@ from memory.adapters import (
     qdrant_migrate,
     qdrant_multi,
 )
+from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
@@ -48,6 +46,7 @@ if TYPE_CHECKING:
 
     from config.settings import Settings
     from memory import ports
+    from memory.adapters.qdrant_collections import Client
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class QdrantSpaces:
 
     def __init__(
         self,
-        client: AsyncQdrantClient,
+        client: Client,
         embedder: ports.Embedder,
         *,
         layout: str = "per_space",
@@ -110,14 +109,16 @@ class QdrantSpaces:
         embedder: ports.Embedder,
         *,
         location: str | None = None,
-        client: AsyncQdrantClient | None = None,
+        client: Any = None,
     ) -> QdrantSpaces:
         if not embedder.dim:  # an Ollama embedder that has not embedded anything yet
             await embedder.embed(["dimension probe"])
         owns = client is None
         if owns and location is None and settings.qdrant_url is None:  # an older release's store
             await qdrant_migrate.migrate(settings, progress=sys.stderr)
-        client = client or qdrant_collections.make_client(settings, location)
+        client = qdrant_collections.adopt(client) or qdrant_collections.make_client(
+            settings, location
+        )
         self = cls(
             client,
             embedder,

@@ -20,13 +20,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-from qdrant_client import AsyncQdrantClient
-from qdrant_client import models as qm
-from qdrant_client.http import exceptions as qdrant_exceptions
-
 from memory import errors, outage
 from memory.adapters import qdrant_bm25, qdrant_edge
+from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
@@ -35,6 +31,9 @@ if TYPE_CHECKING:
 
     from config.settings import Settings
     from memory import ports
+    from memory.adapters.qdrant_server import ServerClient
+
+    Client = qdrant_edge.EdgeClient | ServerClient
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +56,13 @@ def wrap_errors(action: str) -> Iterator[None]:
 def _translate(action: str) -> Iterator[None]:
     try:
         yield
-    except (qdrant_exceptions.ResponseHandlingException, httpx.TransportError, OSError) as exc:
+    except OSError as exc:  # qm.Unreachable among them
         raise errors.StoreUnavailable(f"Qdrant is unavailable ({action}): {exc}") from exc
     except ValueError as exc:  # local mode
         if "not found" in str(exc):
             raise CollectionGone(f"{action}: {exc}") from exc
         raise
-    except qdrant_exceptions.UnexpectedResponse as exc:
+    except qm.UnexpectedResponse as exc:
         if exc.status_code == 404:
             raise CollectionGone(f"{action}: {exc}") from exc
         if exc.status_code is not None and exc.status_code >= 500:
@@ -79,22 +78,26 @@ def embedded_root(settings: Settings) -> Path:
     return settings.data_dir / EMBEDDED_FOLDER
 
 
-def layout(settings: Settings, client: AsyncQdrantClient) -> str:
+def layout(settings: Settings, client: Client) -> str:
     """The configured layout; unset: ``shared`` on Qdrant Edge, ``per_space`` elsewhere."""
     if settings.qdrant.layout is not None:
         return settings.qdrant.layout
     return "shared" if isinstance(client, qdrant_edge.EdgeClient) else "per_space"
 
 
-def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
+def make_client(settings: Settings, location: str | None) -> Client:
     """``":memory:"`` (qdrant-client's local mode: the tests' stand-in for a server), a server
     (``QDRANT_URL``), or embedded: Qdrant Edge shards under ``location`` (default
     ``<data_dir>/qdrant-edge``)."""
     if location == ":memory:":
-        return AsyncQdrantClient(location=":memory:")
+        from memory.adapters import qdrant_server
+
+        return qdrant_server.make(location=":memory:")
     if location is None and settings.qdrant_url:
+        from memory.adapters import qdrant_server
+
         api_key = settings.qdrant.api_key
-        return AsyncQdrantClient(
+        return qdrant_server.make(
             url=settings.qdrant_url,
             api_key=api_key.get_secret_value() if api_key else None,
             timeout=max(1, round(settings.qdrant.timeout_seconds)),
@@ -104,12 +107,21 @@ def make_client(settings: Settings, location: str | None) -> AsyncQdrantClient:
     return qdrant_edge.EdgeClient(root)
 
 
+def adopt(client: Any) -> Client | None:
+    """A caller's client: qdrant-client's own (``AsyncQdrantClient``) is wrapped (``qdrant_server``)."""
+    if type(client).__module__.startswith("qdrant_client"):
+        from memory.adapters import qdrant_server
+
+        return qdrant_server.ServerClient(client)
+    return client  # type: ignore[no-any-return]  # ours, or None
+
+
 class Collections:
     """The memory collections of one prefix and layout, and the ones known to exist."""
 
     def __init__(
         self,
-        client: AsyncQdrantClient,
+        client: Client,
         embedder: ports.Embedder,
         *,
         layout: str,
@@ -256,7 +268,7 @@ class Collections:
                 sparse_vectors_config=sparse,
                 metadata=metadata,
             )
-        except (ValueError, qdrant_exceptions.UnexpectedResponse) as exc:
+        except (ValueError, qm.UnexpectedResponse) as exc:
             if not await self.client.collection_exists(name):  # not a lost creation race
                 raise
             logger.debug("collection %s created concurrently (%s)", name, exc)

@@ -1,12 +1,14 @@
 """Embedded Qdrant on Qdrant Edge (issue 21): the server's engine in-process, a shard per collection.
 
-``EdgeClient`` is an ``AsyncQdrantClient`` whose calls go to ``EdgeEngine`` instead of a server, so
-``QdrantSpaces``, ``Collections`` and ``Reembedder`` run unchanged on it: one implementation of the
-memory rules over the server and the embedded store, which cannot drift apart. ``EdgeEngine`` keeps
+``EdgeClient`` answers the calls of qdrant-client's API (its method and argument names, with the
+models of ``qdrant_models``) from Edge shards, as ``qdrant_server.ServerClient`` answers them from a
+server, so ``QdrantSpaces``, ``Collections`` and ``Reembedder`` run unchanged on either: one
+implementation of the memory rules over the server and the embedded store, which cannot drift
+apart; and the embedded default never imports qdrant-client. ``EdgeEngine`` keeps
 a Qdrant Edge shard (``qdrant_edge.EdgeShard``: segments, HNSW, payload indexes, a write-ahead log)
 per collection in ``<root>/<collection>/``, with ``collection.json`` beside the segments holding what
 Edge does not: the collection's metadata (the embedder record), its vector schema and its payload
-indexes. ``edge_models`` translates qdrant-client's models to Edge's and back; ``edge_shards`` holds
+indexes. ``edge_models`` translates ``qdrant_models`` to Edge's and back; ``edge_shards`` holds
 the blocking file work (locks, loading, side files, vacuum swaps).
 
 * **Reads on the event loop, the rest in worker threads.** Edge has no async API, and its Python
@@ -45,11 +47,9 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 import qdrant_edge as edge
-from qdrant_client import AsyncQdrantClient
-from qdrant_client import models as qm
-from qdrant_client.http import models as rest
 
 from memory.adapters import edge_models, edge_shards
+from memory.adapters import qdrant_models as qm
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Collection
@@ -61,26 +61,9 @@ logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 30.0
 
 
-class EdgeClient(AsyncQdrantClient):
-    """``AsyncQdrantClient`` over :class:`EdgeEngine` (embedded Qdrant Edge, a shard per collection)."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(location=":memory:")  # replaced below: only the client's API is kept
-        self.engine = EdgeEngine(root)
-        self._client = self.engine  # type: ignore[assignment]
-
-    async def query_points(  # type: ignore[override]
-        self, collection_name: str, query: Any = None, **kwargs: Any
-    ) -> rest.QueryResponse:
-        """Straight to the engine: qdrant-client's own step walks the query and its prefetches
-        looking for documents to embed (inference, which Edge does not do) and wraps the dense
-        query's floats in a validated model again: ~5 % of a search's Python (issue 21, session 6).
-        ``edge_models.query_request`` reads the plain forms (a list, a sparse vector, a model)."""
-        return await self.engine.query_points(collection_name, query=query, **kwargs)
-
-
 class EdgeEngine:
-    """The Edge shards of one root; plays qdrant-client's ``_client`` role for ``EdgeClient``."""
+    """The Edge shards of one root, behind the client API the adapters call (qdrant-client's
+    names and arguments, in ``qdrant_models``)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -256,11 +239,11 @@ class EdgeEngine:
 
     async def query_points(
         self, collection_name: str, limit: int = 10, **kwargs: Any
-    ) -> rest.QueryResponse:
+    ) -> qm.QueryResponse:
         request = edge_models.query_request(limit=limit, **kwargs)
         async with self._using(collection_name) as shard:
             found = shard.query(request)  # on the loop: Edge holds the GIL (module docstring)
-        return rest.QueryResponse.model_construct(points=[edge_models.scored(p) for p in found])
+        return qm.QueryResponse(points=[edge_models.scored(p) for p in found])
 
     async def touch(self, collection_name: str, where: Any) -> int:
         """Read the points ``where`` selects once (``edge_models.touch_request``), so that the
@@ -430,3 +413,11 @@ class EdgeEngine:
 
 def _done() -> qm.UpdateResult:
     return qm.UpdateResult(operation_id=None, status=qm.UpdateStatus.COMPLETED)
+
+
+class EdgeClient(EdgeEngine):
+    """The client the adapters hold for embedded Qdrant Edge: the engine itself."""
+
+    @property
+    def engine(self) -> EdgeEngine:
+        return self

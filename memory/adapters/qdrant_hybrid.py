@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import models as qm
-
+from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from qdrant_client import AsyncQdrantClient
-
     from memory import ports
+    from memory.adapters.qdrant_collections import Client
     from memory.spaces import records as memory_records
 
 
@@ -67,7 +65,7 @@ def point_vector(
 
 
 async def query(
-    client: AsyncQdrantClient,
+    client: Client,
     name: str,
     dense: list[float],
     sparse: lexical.SparseVector | None,

@@ -28,12 +28,11 @@ import shutil
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import AsyncQdrantClient
-from qdrant_client import models as qm
 from tqdm import tqdm
 
 from memory import errors
 from memory.adapters import edge_shards, qdrant_collections, qdrant_edge, qdrant_hybrid
+from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from config.settings import Settings
+    from memory.adapters.qdrant_collections import Client
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +122,7 @@ async def migrate(
     return report
 
 
-async def _copy(
-    settings: Settings, old: Path, target: AsyncQdrantClient, progress: TextIO | None
-) -> Report:
+async def _copy(settings: Settings, old: Path, target: Client, progress: TextIO | None) -> Report:
     report = Report()
     layout = qdrant_collections.layout(settings, target)
     prefix = settings.qdrant.collection_prefix
@@ -136,9 +134,11 @@ async def _copy(
         file=progress,
         disable=None if progress is not None else True,
     )
+    from memory.adapters import qdrant_server  # qdrant-client: only when there is a store to move
+
     for folder in bar:
         try:
-            source = AsyncQdrantClient(path=str(folder))
+            source = qdrant_server.make(path=str(folder))  # local mode
         except RuntimeError as exc:  # "already accessed by another instance"
             raise edge_shards.in_use(folder) from exc
         try:
@@ -168,7 +168,7 @@ async def _copy(
 
 
 async def _copy_collection(
-    source: AsyncQdrantClient,
+    source: Client,
     name: str,
     collections: qdrant_collections.Collections,
     report: Report,
@@ -215,7 +215,7 @@ async def _copy_collection(
             return
 
 
-async def _verify(settings: Settings, target: AsyncQdrantClient, report: Report) -> None:
+async def _verify(settings: Settings, target: Client, report: Report) -> None:
     """Every space of the old store has the same count and ids in the new one."""
     layout = qdrant_collections.layout(settings, target)
     prefix = settings.qdrant.collection_prefix

@@ -17,18 +17,16 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from qdrant_client import models as qm
-
 from memory.adapters import qdrant_collections, qdrant_hybrid
+from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-    from qdrant_client import AsyncQdrantClient
-
     from memory import ports
+    from memory.adapters.qdrant_collections import Client
     from memory.spaces import records
 
 
@@ -39,7 +37,7 @@ def _kinds(kinds: Collection[records.MemoryKind] | None) -> list[qm.Condition]:
 
 
 async def search_spaces(
-    client: AsyncQdrantClient,
+    client: Client,
     collections: qdrant_collections.Collections,
     embedder: ports.Embedder,
     spaces: Sequence[str],
@@ -86,7 +84,7 @@ async def search_spaces(
 
 
 async def _merged(
-    client: AsyncQdrantClient,
+    client: Client,
     collections: qdrant_collections.Collections,
     names: Sequence[str],
     vector: list[float],

@@ -28,20 +28,18 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from qdrant_client import models as qm
-
 from memory import errors
 from memory.adapters import qdrant_bm25, qdrant_collections, qdrant_hybrid
+from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
 
-    from qdrant_client import AsyncQdrantClient
-
     from config.settings import Settings
     from memory import ports
+    from memory.adapters.qdrant_collections import Client
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +87,7 @@ class Reembedder:
 
     def __init__(
         self,
-        client: AsyncQdrantClient,
+        client: Client,
         embedder: ports.Embedder,
         *,
         layout: str,
