@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 import subprocess
@@ -119,6 +120,7 @@ def test_the_embedded_store_never_imports_qdrant_client(tmp_path: object) -> Non
     assert done.stdout.strip() == ""
 
 
+@contextlib.asynccontextmanager
 async def _answer_with(status: int) -> AsyncIterator[str]:
     async def reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -146,7 +148,7 @@ async def _answer_with(status: int) -> AsyncIterator[str]:
 async def test_a_servers_error_status_is_translated_at_the_boundary(
     status: int, raised: type[Exception], said: str
 ) -> None:
-    async for url in _answer_with(status):
+    async with _answer_with(status) as url:
         client = qdrant_server.make(url=url, check_compatibility=False)
         try:
             with pytest.raises(qm.UnexpectedResponse) as seen:
