@@ -7,9 +7,13 @@ Runs ``memory.eval.scale``'s pieces (``build_audience``, ``startup_and_inspect``
 in one temporary data folder and adds the store's size on disk. ``--data-dir``: an audience built
 before (``scale.build_audience`` into that folder) is measured instead, without building (a new
 viewer's first memory is then ``scale.first_memory`` with viewers after the audience); its store's
-files are read once first, so that every run starts with them in the page cache (issue 21 session
-9: on this project's VMs DAMON evicts most of a freshly written store within minutes; a run on
-evicted files measures the disk). The load average (``os.getloadavg``) is recorded before and
+files are mapped and every page touched first, and stay mapped for the whole run
+(``hold_pages``), so that every run finds them in the page cache, as on a PC whose memory holds
+the store (issue 21 session 11: this project's VMs run DAMON with a scheme that pages out file
+pages no process maps once they are ~60 s old, 128 MB/s; session 9's reading of the files once
+kept them only for the first minute of a run, so later parts measured the disk: cold memory
+stage 19.7 / 30.8 ms p50 / p95 against 7.5-8.6 / 12-13.7 ms with the pages held, same code and
+folder). ``--no-hold`` measures without. The load average (``os.getloadavg``) is recorded before and
 after, and ``cpu_probe_ms`` — the best of five runs of one fixed pure-Python loop — so that runs
 on machines of different speeds can be told apart (session 9's machine ran the same code 2-2.5x
 slower than session 8's). It imports whatever checkout
@@ -22,14 +26,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import mmap
 import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory.eval import harness, scale
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 def cpu_probe_ms() -> float:
@@ -42,15 +51,23 @@ def cpu_probe_ms() -> float:
     return best * 1000
 
 
-def read_files(folder: Path) -> int:
-    """Read every file under ``folder`` once (into the page cache); returns the bytes read."""
-    total = 0
-    for path in folder.rglob("*"):
-        if path.is_file():
-            with path.open("rb") as handle:
-                while chunk := handle.read(1 << 20):
-                    total += len(chunk)
-    return total
+@contextlib.contextmanager
+def hold_pages(folder: Path, hold: bool = True) -> Iterator[int]:
+    """Map every file under ``folder`` and touch each page, keeping the mappings until the block
+    ends (mapped pages are not paged out, module docstring); yields the bytes held."""
+    maps: list[mmap.mmap] = []
+    try:
+        for path in folder.rglob("*") if hold else ():
+            if path.is_file() and path.stat().st_size:
+                with path.open("rb") as handle:
+                    mapped = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
+                maps.append(mapped)
+                for offset in range(0, len(mapped), mmap.PAGESIZE):
+                    mapped[offset]
+        yield sum(len(m) for m in maps)
+    finally:
+        for mapped in maps:
+            mapped.close()
 
 
 def disk_mb(folder: Path) -> float:
@@ -68,14 +85,18 @@ async def measure_folder(data_dir: Path, viewers: int, row: dict[str, Any]) -> d
     return row
 
 
-async def measure(viewers: int, memories: int, data_dir: Path | None) -> dict[str, Any]:
+async def measure(
+    viewers: int, memories: int, data_dir: Path | None, hold: bool = True
+) -> dict[str, Any]:
     row: dict[str, Any] = {"viewers": viewers, "memories_per_viewer": memories}
     row["load_before"] = os.getloadavg()
+    row["pages_held"] = hold
     row["cpu_probe_ms"] = cpu_probe_ms()
     began = time.perf_counter()
     if data_dir is not None:
-        row["cached_mb"] = await asyncio.to_thread(read_files, data_dir) / 1e6
-        row = await measure_folder(data_dir, viewers, row)
+        with hold_pages(data_dir, hold) as held:
+            row["held_mb"] = held / 1e6
+            row = await measure_folder(data_dir, viewers, row)
         # after the rest: these viewers are then in the folder (numbered past any earlier run's)
         first = viewers + 1000 * int(time.time() % 1000)
         row["first_memory_ms"] = await scale.first_memory(harness.eval_settings(data_dir), first)
@@ -83,7 +104,9 @@ async def measure(viewers: int, memories: int, data_dir: Path | None) -> dict[st
         with tempfile.TemporaryDirectory(prefix="livememory-store-") as tmp:
             settings = harness.eval_settings(Path(tmp))
             row |= await scale.build_audience(settings, viewers, memories)
-            row = await measure_folder(Path(tmp), viewers, row)
+            with hold_pages(Path(tmp), hold) as held:
+                row["held_mb"] = held / 1e6
+                row = await measure_folder(Path(tmp), viewers, row)
     row["seconds"] = time.perf_counter() - began
     row["load_after"] = os.getloadavg()
     return row
@@ -95,8 +118,11 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=100)
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--no-hold", action="store_true", help="do not keep the store's pages mapped"
+    )
     args = parser.parse_args()
-    row = asyncio.run(measure(args.viewers, args.memories, args.data_dir))
+    row = asyncio.run(measure(args.viewers, args.memories, args.data_dir, not args.no_hold))
     text = json.dumps(row, indent=1)
     if args.json is not None:
         args.json.write_text(text, encoding="utf-8")
