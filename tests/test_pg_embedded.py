@@ -1,7 +1,11 @@
-"""The embedded Postgres started ahead (``pg_embedded.start_early``): taken once, started once."""
+"""The embedded Postgres started ahead (``pg_embedded.start_early``): taken once, started once;
+stopped at exit without pg_ctl's 100 ms polls (``pg_embedded._quick_stop``)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -44,3 +48,56 @@ def test_a_failed_early_start_is_raised_where_it_is_taken(
     assert early is not None
     with pytest.raises(OSError, match="initdb failed"):
         early.result(timeout=5)
+
+
+#: a fresh interpreter that starts the embedded Postgres of a folder and exits (the wheel stops the
+#: server at exit, the last process using it); the wheel's commands are logged to stderr
+_START_AND_EXIT = (
+    "import logging, sys\n"
+    "from pathlib import Path\n"
+    "logging.basicConfig(level=logging.INFO, stream=sys.stderr)\n"
+    "from memory.adapters import pg_embedded\n"
+    "print(pg_embedded.start_embedded(Path(sys.argv[1])))\n"
+)
+
+
+def test_the_server_is_stopped_at_exit_by_watching_its_lock_file(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    for _ in range(2):  # the second start finds the folder as the first stop left it
+        done = subprocess.run(
+            [sys.executable, "-c", _START_AND_EXIT, str(tmp_path)],
+            env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.startswith("postgresql://")
+        assert "'-W', 'stop'" in done.stderr  # the quick stop, not pg_ctl's 100 ms polls
+        assert "'-w', 'stop'" not in done.stderr
+        assert not (tmp_path / "postgres" / "postmaster.pid").exists()  # gone when it exited
+
+
+class _Wheel:
+    """The wheel's module as ``_quick_stop`` sees it: a ``pg_ctl`` that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+        def pg_ctl(args: list[str], pgdata: Path | None = None, **kwargs: object) -> str:
+            self.calls.append(list(args))
+            return "ok"
+
+        self.pg_ctl = pg_ctl
+
+
+def test_a_server_that_does_not_stop_in_time_is_a_failed_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wheel = _Wheel()
+    pg_embedded._quick_stop(wheel)  # type: ignore[arg-type]
+    pg_embedded._quick_stop(wheel)  # type: ignore[arg-type]  # once only
+    assert wheel.pg_ctl(["-w", "start"], pgdata=tmp_path) == "ok"  # other commands as they were
+    assert wheel.pg_ctl(["-w", "stop"], pgdata=tmp_path) == "ok"  # no lock file: stopped
+    (tmp_path / "postmaster.pid").write_text("4242\n", encoding="utf-8")
+    monkeypatch.setattr(pg_embedded, "STOP_TIMEOUT_SECONDS", 0.05)
+    with pytest.raises(subprocess.CalledProcessError):  # the wheel then kills the server
+        wheel.pg_ctl(["-w", "stop"], pgdata=tmp_path)
+    assert wheel.calls == [["-w", "start"], ["-W", "stop"], ["-W", "stop"]]

