@@ -28,8 +28,6 @@ import shutil
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
 from memory import errors
 from memory.adapters import edge_shards, qdrant_collections, qdrant_edge, qdrant_hybrid
 from memory.adapters import qdrant_models as qm
@@ -127,6 +125,10 @@ async def _copy(settings: Settings, old: Path, target: Client, progress: TextIO 
     layout = qdrant_collections.layout(settings, target)
     prefix = settings.qdrant.collection_prefix
     sources = _sources(old)
+    from tqdm import (
+        tqdm,
+    )  # here: its import is ~8 ms of every start-up, and few have a store to move
+
     bar = tqdm(
         sources,
         unit="folder",
