@@ -96,8 +96,13 @@ def test_a_server_that_does_not_stop_in_time_is_a_failed_stop(
     pg_embedded._quick_stop(wheel)  # type: ignore[arg-type]  # once only
     assert wheel.pg_ctl(["-w", "start"], pgdata=tmp_path) == "ok"  # other commands as they were
     assert wheel.pg_ctl(["-w", "stop"], pgdata=tmp_path) == "ok"  # no lock file: stopped
-    (tmp_path / "postmaster.pid").write_text("4242\n", encoding="utf-8")
+    (tmp_path / "postmaster.pid").write_text(f"{os.getpid()}\n", encoding="utf-8")  # a live one
     monkeypatch.setattr(pg_embedded, "STOP_TIMEOUT_SECONDS", 0.05)
     with pytest.raises(subprocess.CalledProcessError):  # the wheel then kills the server
         wheel.pg_ctl(["-w", "stop"], pgdata=tmp_path)
-    assert wheel.calls == [["-w", "start"], ["-W", "stop"], ["-W", "stop"]]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / "postmaster.pid").write_text(f"{dead.pid}\n", encoding="utf-8")
+    monkeypatch.setattr(pg_embedded, "STOP_TIMEOUT_SECONDS", 60.0)
+    assert wheel.pg_ctl(["-w", "stop"], pgdata=tmp_path) == "ok"  # killed before it removed it
+    assert wheel.calls == [["-w", "start"], ["-W", "stop"], ["-W", "stop"], ["-W", "stop"]]

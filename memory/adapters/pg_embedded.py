@@ -55,13 +55,31 @@ def _quick_stop(postgres_server: ModuleType) -> None:
         output = str(original(["-W", "stop"], pgdata=pgdata, **kwargs))
         lock = Path(pgdata) / "postmaster.pid"
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while lock.exists():
+        while _running(lock):
             if time.monotonic() > deadline:  # the wheel answers this by killing the server
                 raise subprocess.CalledProcessError(1, ["pg_ctl", "stop"], output=output)
             time.sleep(STOP_POLL_SECONDS)
         return output
 
     postgres_server.pg_ctl = pg_ctl  # type: ignore[attr-defined]  # the wheel's module global
+
+
+def _running(lock: Path) -> bool:
+    """Whether the server of this lock file still runs: the file is there and names a live
+    process (as ``pg_ctl -w`` checks: a server killed before it removed the file has stopped)."""
+    try:
+        pid = int(lock.read_text(encoding="utf-8").split("\n", 1)[0])
+    except FileNotFoundError:
+        return False
+    except ValueError:  # being written
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def start_embedded(data_dir: Path) -> str:
