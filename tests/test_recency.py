@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from memory.spaces import recency, records
+from memory.adapters import qdrant_bm25
+from memory.spaces import lexical, recency, records
 from tests.test_spaces import ALICE, T0, record
 
 QUESTION = "How long have I been using my Fitbit Charge 3?"
@@ -132,3 +133,28 @@ def test_an_italian_past_tense_question_is_about_an_event(question: str, event: 
     first = texts(recency.recent_first(question, [rome, turin]))[0]
     if event:  # an event's own telling keeps its place
         assert first == rome.record.text
+
+
+def test_stored_terms_are_the_indexed_terms_and_are_read_only_in_their_own_scheme() -> None:
+    """A point keeps its ``indexed_terms`` (``recency.stored_terms``) with the scheme they are ids
+    of; a search in another scheme (a collection re-embedded, a copy) tokenizes again."""
+    memory = record(
+        ALICE, "ho adottato un gatto, I love him", login="alice_b", context_terms=(7, 9)
+    )
+    bm25 = qdrant_bm25.encoder(qdrant_bm25.BM25)
+    for scheme in (lexical.ENCODER, bm25):
+        kept = recency.stored_terms(memory, scheme)
+        assert recency.read_terms(kept, scheme) == recency.indexed_terms(memory, scheme)
+    assert recency.read_terms(recency.stored_terms(memory, lexical.ENCODER), bm25) is None
+    assert recency.read_terms(None, bm25) is None
+
+
+def test_known_terms_rank_as_the_tokenized_ones_and_are_what_ranking_reads() -> None:
+    hits = [hit(OLD, 1.5, 0), hit("I walked 12,000 steps on Sunday", 0.6, 70), hit(NEW, 0.45, 90)]
+    tokenized = recency.recent_first(QUESTION, hits)
+    indexed = {h.record.id: recency.indexed_terms(h.record) for h in hits}
+    assert recency.recent_first(QUESTION, hits, indexed=indexed) == tokenized
+    assert texts(tokenized)[0] == NEW
+    # read instead of tokenizing: terms that match nothing group nothing, so the old stays first
+    nothing = {h.record.id: frozenset[int]() for h in hits}
+    assert texts(recency.recent_first(QUESTION, hits, indexed=nothing))[0] == OLD

@@ -3,16 +3,17 @@ scheme a store records, which it keeps whatever ``memory.sparse_scheme`` says (n
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pytest
 
 from memory import errors, identity
-from memory.adapters import qdrant, qdrant_bm25, qdrant_edge, qdrant_reembed
+from memory.adapters import qdrant, qdrant_bm25, qdrant_edge, qdrant_hybrid, qdrant_reembed
 from memory.adapters import qdrant_models as qm
-from memory.spaces import embedders, lexical
+from memory.spaces import embedders, lexical, recency
 from memory.spaces import store as spaces
-from tests.test_spaces import edge_spaces, record, settings
+from tests.test_spaces import T0, edge_spaces, record, settings
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 ALICE = identity.personal_key("1001")
 BOB = identity.personal_key("1002")
 BM25 = qdrant_bm25.encoder(qdrant_bm25.BM25)
+TIMES = [T0 + timedelta(days=d) for d in (0, 90, 100)]
 
 
 def ids(text: str) -> list[int]:
@@ -141,8 +143,13 @@ async def test_reembed_rebuilds_in_the_store_s_scheme(tmp_path: Path) -> None:
         tmp_path, qdrant={"layout": "shared"}, memory={"sparse_scheme": qdrant_bm25.LEXICAL}
     )
     embedder = embedders.OfflineHashEmbedder()
+    memory = record(ALICE, "I live in Rome")
     async with await qdrant.open_spaces(made, embedder) as opened:
-        await opened.upsert([record(ALICE, "I live in Rome")])
+        await opened.upsert([memory])
+        # as an earlier release wrote it: no stored terms
+        await opened.client.set_payload(
+            opened.collection(ALICE), payload={spaces.TERMS_KEY: None}, points=[memory.id]
+        )
     configured = settings(
         tmp_path, qdrant={"layout": "shared"}, memory={"sparse_scheme": qdrant_bm25.BM25}
     )
@@ -156,3 +163,57 @@ async def test_reembed_rebuilds_in_the_store_s_scheme(tmp_path: Path) -> None:
         assert [h.record.text for h in await opened.search(ALICE, "Rome", limit=1)] == [
             "I live in Rome"
         ]
+        [point] = await opened.client.retrieve(
+            opened.collection(ALICE), ids=[memory.id], with_payload=True
+        )
+        kept = (point.payload or {})[spaces.TERMS_KEY]
+        assert recency.read_terms(kept, lexical.ENCODER) == recency.indexed_terms(memory)
+
+
+@pytest.mark.parametrize("made", [qdrant_bm25.LEXICAL, qdrant_bm25.BM25])
+async def test_points_keep_their_indexed_terms_and_rank_alike_without_them(
+    tmp_path: Path, made: str
+) -> None:
+    """A search reads a candidate's stored terms (``spaces.TERMS_KEY``) instead of tokenizing it;
+    a point without them (written by an earlier release) ranks the same."""
+    question = "how long have I been using my Fitbit?"
+    memories = [
+        record(ALICE, text, user_id="1001", login="alice", first_ts=at, last_ts=at)
+        for text, at in (
+            ("I've been using my Fitbit for 6 months now", TIMES[0]),
+            ("I have been using my Fitbit for 9 months, it says I sleep badly", TIMES[1]),
+            ("I walked 12,000 steps on Sunday", TIMES[2]),
+        )
+    ]
+    async with edge_spaces(tmp_path, "shared", sparse_scheme=made) as opened:
+        await opened.upsert(memories)
+        name = opened.collection(ALICE)
+        points = await opened.client.retrieve(name, ids=[m.id for m in memories], with_payload=True)
+        kept = {str(p.id): (p.payload or {})[spaces.TERMS_KEY] for p in points}
+        for memory in memories:
+            assert recency.read_terms(kept[memory.id], opened.sparse) == recency.indexed_terms(
+                memory, opened.sparse
+            )
+        ranked = await opened.search(ALICE, question, limit=3)
+        assert ranked[0].record.text.startswith("I have been")  # the newer, by recency
+        await opened.client.set_payload(
+            name, payload={spaces.TERMS_KEY: None}, points=[m.id for m in memories]
+        )
+        assert await opened.search(ALICE, question, limit=3) == ranked
+
+
+async def test_the_engine_makes_the_candidates_its_scored_points_make(tmp_path: Path) -> None:
+    """Embedded, a search's candidates come from Edge's points directly
+    (``EdgeEngine.query_candidates``); they are the ones ``query_points`` gives."""
+    async with edge_spaces(tmp_path, "shared", sparse_scheme=qdrant_bm25.BM25) as opened:
+        await opened.upsert([record(ALICE, f"I have {n} cats and a parrot") for n in range(6)])
+        [vector] = await opened.embedder.embed(["how many cats"])
+        where = qm.Filter(
+            must=[qm.FieldCondition(key=spaces.TENANT_KEY, match=qm.MatchValue(value=ALICE))]
+        )
+        arguments = qdrant_hybrid.request(vector, BM25.query("how many cats"), 4, where)
+        name = opened.collection(ALICE)
+        assert isinstance(opened.client, qdrant_edge.EdgeEngine)
+        direct = await opened.client.query_candidates(name, **arguments)
+        scored = (await opened.client.query_points(name, **arguments)).points
+        assert len(direct) == 4 and direct == qdrant_hybrid.candidates(scored)

@@ -281,16 +281,24 @@ def _query(query: Any, using: str | None) -> Any:
     raise NotImplementedError(f"Qdrant Edge adapter: query {query!r}")
 
 
-def _prefetch(stage: qm.Prefetch) -> edge.Prefetch:
+def _prefetch(stage: qm.Prefetch, made: dict[int, Any]) -> edge.Prefetch:
+    """``stage`` in Edge's terms; ``made``: what this request translated so far, by the id of
+    the model (a request repeats a stage or a filter: each is translated once)."""
+    if id(stage) in made:
+        return made[id(stage)]  # type: ignore[no-any-return]
     inner = stage.prefetch
     nested = inner if isinstance(inner, list) else ([inner] if inner is not None else [])
-    return edge.Prefetch(
+    where = stage.filter
+    if id(where) not in made:
+        made[id(where)] = filter_(where)
+    made[id(stage)] = edge.Prefetch(
         limit=stage.limit or 10,
         query=_query(stage.query, stage.using),
-        prefetches=[_prefetch(p) for p in nested] or None,
-        filter=filter_(stage.filter),
+        prefetches=[_prefetch(p, made) for p in nested] or None,
+        filter=made[id(where)],
         score_threshold=stage.score_threshold,
     )
+    return made[id(stage)]  # type: ignore[no-any-return]
 
 
 #: the points of one tenant ``touch_request`` reads at most
@@ -341,11 +349,12 @@ def query_request(
     **unused: Any,
 ) -> edge.QueryRequest:
     stages = prefetch if isinstance(prefetch, list) else ([prefetch] if prefetch else [])
+    made: dict[int, Any] = {}
     return edge.QueryRequest(
         limit=limit,
         offset=offset,
         query=_query(query, using),
-        prefetches=[_prefetch(p) for p in stages] or None,
+        prefetches=[_prefetch(p, made) for p in stages] or None,
         with_vector=with_vectors if isinstance(with_vectors, bool | list) else False,
         with_payload=with_payload if isinstance(with_payload, bool | list) else True,
         filter=filter_(query_filter),

@@ -34,7 +34,7 @@ from memory.adapters import (
     qdrant_multi,
 )
 from memory.adapters import qdrant_models as qm
-from memory.spaces import lexical
+from memory.spaces import lexical, recency
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
 
@@ -243,6 +243,8 @@ class QdrantSpaces:
             if self.shared:
                 payload[spaces_module.TENANT_KEY] = space
             vectors = qdrant_hybrid.point_vector(encoder, record, vector)
+            if encoder is not None:
+                payload[spaces_module.TERMS_KEY] = recency.stored_terms(record, encoder)
             points.append(qm.PointStruct(id=record.id, vector=vectors, payload=payload))
         await self.client.upsert(name, points=points, wait=True)
         in_group = {r.id for r, _ in group}
@@ -506,10 +508,9 @@ class QdrantSpaces:
         fetch: int,
         conditions: Sequence[qm.Condition],
     ) -> builtins.list[spaces_module.Candidate]:
-        points = await qdrant_hybrid.query(
+        return await qdrant_hybrid.search(
             self.client, name, vector, sparse, fetch, _filter(conditions)
         )
-        return qdrant_hybrid.candidates(points)
 
     async def _corrections(
         self, name: str, space: str, candidates: Sequence[spaces_module.Candidate]

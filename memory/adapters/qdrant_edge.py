@@ -50,6 +50,7 @@ import qdrant_edge as edge
 
 from memory.adapters import edge_models, edge_shards
 from memory.adapters import qdrant_models as qm
+from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Collection
@@ -244,6 +245,17 @@ class EdgeEngine:
         async with self._using(collection_name) as shard:
             found = shard.query(request)  # on the loop: Edge holds the GIL (module docstring)
         return qm.QueryResponse(points=[edge_models.scored(p) for p in found])
+
+    async def query_candidates(
+        self, collection_name: str, limit: int = 10, **kwargs: Any
+    ) -> list[spaces_module.Candidate]:
+        """``query_points``' points as ranking candidates (``qdrant_hybrid.search``), made from
+        Edge's points without the scored points in between (their ids, versions and vectors are
+        not read: ~5 µs a point, a fifth of a viewer's search, issue 21 session 12)."""
+        request = edge_models.query_request(limit=limit, **kwargs)
+        async with self._using(collection_name) as shard:
+            found = shard.query(request)  # on the loop, as ``query_points``
+        return [spaces_module.candidate(p.payload or {}, p.score) for p in found]
 
     async def touch(self, collection_name: str, where: Any) -> int:
         """Read the points ``where`` selects once (``edge_models.touch_request``), so that the

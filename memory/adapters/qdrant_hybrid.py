@@ -40,17 +40,7 @@ def current(
 
 def candidates(points: Sequence[qm.ScoredPoint]) -> list[spaces_module.Candidate]:
     """Scored points as ranking candidates (with the correction mark of the stored point)."""
-    found = []
-    for point in points:
-        payload = point.payload or {}
-        found.append(
-            spaces_module.Candidate(
-                record=spaces_module.from_payload(payload),
-                score=point.score,
-                corrected_by=payload.get(spaces_module.CORRECTED_BY_KEY),
-            )
-        )
-    return found
+    return [spaces_module.candidate(point.payload or {}, point.score) for point in points]
 
 
 def point_vector(
@@ -64,45 +54,55 @@ def point_vector(
     return {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
 
 
-async def query(
+def request(
+    dense: list[float], sparse: lexical.SparseVector | None, fetch: int, where: qm.Filter | None
+) -> dict[str, Any]:
+    """The arguments of ``query_points`` for a search: dense only (a collection made before hybrid
+    search: ``sparse`` None; or a query without a content word), else dense and sparse prefetches
+    fused by reciprocal rank in one call (the sparse one ``lexical.SPARSE_COPIES`` times: the same
+    stage object, so a translation can reuse it)."""
+    if sparse is None:
+        return {"query": dense, "limit": fetch, "query_filter": where, "with_payload": True}
+    if not sparse[0]:
+        return {
+            "query": dense,
+            "using": lexical.DENSE,
+            "limit": fetch,
+            "query_filter": where,
+            "with_payload": True,
+        }
+    indices, values = sparse
+    lexical_prefetch = qm.Prefetch(
+        query=qm.SparseVector(indices=indices, values=values),
+        using=lexical.SPARSE,
+        limit=fetch,
+        filter=where,
+    )
+    return {
+        "prefetch": [
+            qm.Prefetch(query=dense, using=lexical.DENSE, limit=fetch, filter=where),
+            *[lexical_prefetch] * lexical.SPARSE_COPIES,
+        ],
+        "query": qm.FusionQuery(fusion=qm.Fusion.RRF),
+        "limit": fetch,
+        "with_payload": True,
+    }
+
+
+async def search(
     client: Client,
     name: str,
     dense: list[float],
     sparse: lexical.SparseVector | None,
     fetch: int,
     where: qm.Filter | None,
-) -> list[qm.ScoredPoint]:
-    """Dense search (a collection made before hybrid search: ``sparse`` None; or a query without a
-    content word), else dense and sparse prefetches fused by reciprocal rank in one call."""
-    if sparse is None:
-        response = await client.query_points(
-            name, query=dense, limit=fetch, query_filter=where, with_payload=True
-        )
-    elif not sparse[0]:
-        response = await client.query_points(
-            name,
-            query=dense,
-            using=lexical.DENSE,
-            limit=fetch,
-            query_filter=where,
-            with_payload=True,
-        )
-    else:
-        indices, values = sparse
-        lexical_prefetch = qm.Prefetch(
-            query=qm.SparseVector(indices=indices, values=values),
-            using=lexical.SPARSE,
-            limit=fetch,
-            filter=where,
-        )
-        response = await client.query_points(
-            name,
-            prefetch=[
-                qm.Prefetch(query=dense, using=lexical.DENSE, limit=fetch, filter=where),
-                *[lexical_prefetch] * lexical.SPARSE_COPIES,
-            ],
-            query=qm.FusionQuery(fusion=qm.Fusion.RRF),
-            limit=fetch,
-            with_payload=True,
-        )
-    return response.points
+) -> list[spaces_module.Candidate]:
+    """The ranking candidates of one search (``request``). A client that makes them itself
+    (``query_candidates``: the embedded engine, which skips the scored points in between) is
+    asked for them directly."""
+    arguments = request(dense, sparse, fetch, where)
+    direct = getattr(client, "query_candidates", None)
+    if direct is not None:
+        found: list[spaces_module.Candidate] = await direct(name, **arguments)
+        return found
+    return candidates((await client.query_points(name, **arguments)).points)

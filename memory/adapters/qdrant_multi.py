@@ -73,8 +73,7 @@ async def search_spaces(
             encoder = collections.encoder(name)
             sparse = encoder.query(query) if encoder else None
             where = qm.Filter(must=[tenants, *conditions])
-            points = await qdrant_hybrid.query(client, name, vector, sparse, fetch, where)
-            candidates = qdrant_hybrid.candidates(points)
+            candidates = await qdrant_hybrid.search(client, name, vector, sparse, fetch, where)
         else:
             candidates = await _merged(client, collections, existing, vector, query, fetch,
                                        conditions)  # fmt: skip

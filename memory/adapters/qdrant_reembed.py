@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from memory import errors
 from memory.adapters import qdrant_bm25, qdrant_collections, qdrant_hybrid
 from memory.adapters import qdrant_models as qm
-from memory.spaces import lexical
+from memory.spaces import lexical, recency
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
@@ -278,16 +278,14 @@ class Reembedder:
         texts = [spaces_module.from_payload(p).search_text if "kind" in p else str(p.get("text", ""))
                  for p in payloads]  # fmt: skip
         vectors = await self.embedder.embed(texts)
-        structs = [
-            qm.PointStruct(
-                id=point.id,
-                vector=qdrant_hybrid.point_vector(
-                    self.collections.sparse, spaces_module.from_payload(payload), dense
-                ),
-                payload=payload,
-            )
-            for point, payload, dense in zip(points, payloads, vectors, strict=True)
-        ]
+        sparse = self.collections.sparse
+        structs = []
+        for point, payload, dense in zip(points, payloads, vectors, strict=True):
+            record = spaces_module.from_payload(payload)
+            # the terms in this scheme (the collection re-embedded may have had another)
+            payload[spaces_module.TERMS_KEY] = recency.stored_terms(record, sparse)
+            vector = qdrant_hybrid.point_vector(sparse, record, dense)
+            structs.append(qm.PointStruct(id=point.id, vector=vector, payload=payload))
         await self.client.upsert(staging, points=structs, wait=True)
 
     async def _swap(self, task: Task, hook: Callable[[str, int], None]) -> None:

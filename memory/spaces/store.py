@@ -61,6 +61,8 @@ LEXICAL_WEIGHT = 0.0
 #: payload keys that are not ``MemoryRecord`` fields
 TENANT_KEY = "tenant"
 CORRECTED_BY_KEY = "corrected_by"
+#: a point's ``recency.indexed_terms`` in its collection's scheme (``recency.stored_terms``)
+TERMS_KEY = "indexed_terms"
 #: version of the payload / metadata shape
 SCHEMA = 1
 #: suffix of the collections ``memory.admin reembed`` builds before swapping them in
@@ -239,6 +241,18 @@ class Candidate:
     score: float
     #: id of the correction recorded on the stored point
     corrected_by: str | None = None
+    #: what the stored point keeps of its indexed terms (``recency.read_terms`` reads it)
+    terms: Any = None
+
+
+def candidate(payload: Mapping[str, Any], score: float) -> Candidate:
+    """A stored point's payload and search score as a ranking candidate."""
+    return Candidate(
+        record=from_payload(payload),
+        score=score,
+        corrected_by=payload.get(CORRECTED_BY_KEY),
+        terms=payload.get(TERMS_KEY),
+    )
 
 
 def fetch_size(limit: int) -> int:
@@ -271,8 +285,13 @@ def rank(
     (``recent_first`` compares their terms).
     """
     best: dict[str, tuple[records.MemoryRecord, float]] = {}
+    indexed: dict[str, frozenset[int]] = {}
     for candidate in candidates:
         record, score = candidate.record, candidate.score
+        if candidate.terms is not None:
+            known = recency.read_terms(candidate.terms, sparse)
+            if known is not None:
+                indexed[record.id] = known
         replacement = corrections.get(candidate.corrected_by or "")
         if replacement is not None:
             record = replacement
@@ -289,4 +308,4 @@ def rank(
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
         hits.append(records.MemoryHit(record=record, score=score))
-    return recency.recent_first(query, hits, sparse=sparse)[:limit]
+    return recency.recent_first(query, hits, sparse=sparse, indexed=indexed)[:limit]
