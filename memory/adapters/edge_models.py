@@ -284,21 +284,23 @@ def _query(query: Any, using: str | None) -> Any:
 def _prefetch(stage: qm.Prefetch, made: dict[int, Any]) -> edge.Prefetch:
     """``stage`` in Edge's terms; ``made``: what this request translated so far, by the id of
     the model (a request repeats a stage or a filter: each is translated once)."""
-    if id(stage) in made:
-        return made[id(stage)]  # type: ignore[no-any-return]
+    done: edge.Prefetch | None = made.get(id(stage))
+    if done is not None:
+        return done
     inner = stage.prefetch
     nested = inner if isinstance(inner, list) else ([inner] if inner is not None else [])
     where = stage.filter
     if id(where) not in made:
         made[id(where)] = filter_(where)
-    made[id(stage)] = edge.Prefetch(
+    done = edge.Prefetch(
         limit=stage.limit or 10,
         query=_query(stage.query, stage.using),
         prefetches=[_prefetch(p, made) for p in nested] or None,
         filter=made[id(where)],
         score_threshold=stage.score_threshold,
     )
-    return made[id(stage)]  # type: ignore[no-any-return]
+    made[id(stage)] = done
+    return done
 
 
 #: the points of one tenant ``touch_request`` reads at most
