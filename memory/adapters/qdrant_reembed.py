@@ -275,13 +275,11 @@ class Reembedder:
 
     async def _write(self, staging: str, points: Sequence[qm.Record]) -> None:
         payloads = [dict(p.payload or {}) for p in points]
-        texts = [spaces_module.from_payload(p).search_text if "kind" in p else str(p.get("text", ""))
-                 for p in payloads]  # fmt: skip
-        vectors = await self.embedder.embed(texts)
+        memories = [spaces_module.from_payload(p) for p in payloads]
+        vectors = await self.embedder.embed([m.search_text for m in memories])
         sparse = self.collections.sparse
         structs = []
-        for point, payload, dense in zip(points, payloads, vectors, strict=True):
-            record = spaces_module.from_payload(payload)
+        for point, payload, record, dense in zip(points, payloads, memories, vectors, strict=True):
             # the terms in this scheme (the collection re-embedded may have had another)
             payload[spaces_module.TERMS_KEY] = recency.stored_terms(record, sparse)
             vector = qdrant_hybrid.point_vector(sparse, record, dense)
