@@ -56,6 +56,13 @@ def side_record(vectors: Any, sparse: Any, metadata: Any) -> dict[str, Any]:
 #: side file) is moved over by ``EdgeEngine.close`` (its indexes re-created, its segments optimized).
 COLD = edge.Memory.Cold
 PLACEMENT = 1
+#: Threads of a shard's search pool. Edge's default (one per CPU) hands each segment's part of
+#: a search to the pool and joins them: for the memory stage's small filtered searches the
+#: hand-off costs more than the parallel reads save. A viewer's fused query on the 1,000,000-point
+#: shard (2 segments, 2 cores): 0.44-0.58 ms with the default, 0.66 with 2 threads, 0.35-0.36
+#: with 1; start-up and ``inspect`` got quicker too (issue 21 session 13, ``docs/evaluation.md``).
+#: Edge keeps it in the shard's ``edge_config.json``; ``load`` passes it every time.
+SEARCH_THREADS = 1
 #: Segments bigger than this (KB of vectors) are optimized into immutable ones (Edge's default)
 _FULL_SCAN_KB = 10_000
 
@@ -93,6 +100,7 @@ def config(side: dict[str, Any], name: str = "") -> edge.EdgeConfig:
         hnsw_config=hnsw,
         payload_memory=COLD,
         id_tracker_memory=COLD,  # 200,000 points: 7 MB less RSS once loaded
+        max_search_threads=SEARCH_THREADS,
     )
 
 

@@ -472,6 +472,7 @@ class QdrantSpaces:
                 limit=limit,
                 kinds=kinds,
                 sparse=encoder or self.sparse,
+                query_terms=sparse[0] if sparse is not None else None,
             )
 
         if limit <= 0:

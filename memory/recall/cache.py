@@ -25,6 +25,10 @@ T = TypeVar("T")
 class InProcessCache:
     """A string cache with a TTL per key, bounded in size (least recently used entries go first).
 
+    Besides the strings of ``ports.Cache``, ``get_value`` / ``set_value`` keep any object as it is:
+    in one process the memory stage caches its items themselves, without the JSON round trip a
+    shared cache needs (issue 21 session 13: the encoding was ~5 % of a cold memory stage).
+
     Parameters
     ----------
     max_entries:
@@ -36,11 +40,12 @@ class InProcessCache:
     def __init__(
         self, *, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self._entries: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[float, object]] = OrderedDict()
         self._max_entries = max_entries
         self._clock = clock
 
-    async def get(self, key: str) -> str | None:
+    def get_value(self, key: str) -> object | None:
+        """The value stored under ``key`` (by ``set`` or ``set_value``), None when missing or expired."""
         entry = self._entries.get(key)
         if entry is None:
             return None
@@ -51,10 +56,8 @@ class InProcessCache:
         self._entries.move_to_end(key)
         return value
 
-    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
-        return [await self.get(key) for key in keys]
-
-    async def set(self, key: str, value: str, ttl_seconds: float) -> None:
+    def set_value(self, key: str, value: object, ttl_seconds: float) -> None:
+        """Keep ``value`` itself (not a copy) under ``key`` for ``ttl_seconds`` (0: delete it)."""
         if ttl_seconds <= 0:
             self._entries.pop(key, None)
             return
@@ -62,6 +65,16 @@ class InProcessCache:
         self._entries.move_to_end(key)
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
+
+    async def get(self, key: str) -> str | None:
+        value = self.get_value(key)
+        return value if isinstance(value, str) else None
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        return [await self.get(key) for key in keys]
+
+    async def set(self, key: str, value: str, ttl_seconds: float) -> None:
+        self.set_value(key, value, ttl_seconds)
 
     async def delete_prefix(self, prefix: str) -> int:
         doomed = [key for key in self._entries if key.startswith(prefix)]

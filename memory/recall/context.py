@@ -35,7 +35,7 @@ from memory import models
 from memory.recall import timelabel
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
 RULE_LINE = (
     "Lines are [viewer · when said]. Recent chat beats older memories, the newer of two "
@@ -91,6 +91,15 @@ def normalize(text: str) -> str:
     return " ".join(_WORD.findall(folded))
 
 
+class _Norms(dict[str, str]):
+    """``normalize`` of each text, computed once per assembly (an item's text is compared with
+    the history, the profile facts and the items kept before it)."""
+
+    def __missing__(self, text: str) -> str:
+        norm = self[text] = normalize(text)
+        return norm
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceOutcome:
     """What one planned source gave: items, or the reason it failed."""
@@ -114,11 +123,10 @@ def _history_view(history: Sequence[models.HistoryItem]) -> tuple[set[str], str]
     return ids, f" {text} "
 
 
-def _shown_by_history(item: models.RecallItem, ids: set[str], history_text: str) -> bool:
-    """The working history already shows this memory (its messages or its words)."""
+def _shown_by_history(item: models.RecallItem, norm: str, ids: set[str], history_text: str) -> bool:
+    """The working history already shows this memory (its messages or its words ``norm``)."""
     if item.origin_message_ids and set(item.origin_message_ids) <= ids:
         return True
-    norm = normalize(item.text)
     return len(norm) >= 8 and f" {norm} " in history_text
 
 
@@ -166,15 +174,13 @@ def _line(item: models.RecallItem, clock: timelabel.ChatClock | None = None) -> 
     return f"- [{label}] {_shown_text(item)}"
 
 
-def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
+def _profile_scores(outcomes: Sequence[SourceOutcome], norms: _Norms) -> list[models.RecallItem]:
     """Every item, profile facts re-scored by relevance (see the module docstring)."""
     hits: dict[str | None, list[tuple[str, str, float]]] = {}
     for outcome in outcomes:
         if outcome.source.kind == "recall":
             for hit in outcome.items:
-                hits.setdefault(hit.viewer, []).append(
-                    (hit.memory_id, normalize(hit.text), hit.score)
-                )
+                hits.setdefault(hit.viewer, []).append((hit.memory_id, norms[hit.text], hit.score))
     items: list[models.RecallItem] = []
     for outcome in outcomes:
         if outcome.source.bot_words:  # asked what the bot said: episodes with its reply first
@@ -198,7 +204,7 @@ def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem
             if outcome.source.explicit:
                 score = EXPLICIT_PROFILE + item.score
             else:
-                norm = normalize(item.text)
+                norm = norms[item.text]
                 matched = [
                     s
                     for memory_id, text, s in hits.get(item.viewer, ())
@@ -210,12 +216,12 @@ def _profile_scores(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem
     return items
 
 
-def _ranked(outcomes: Sequence[SourceOutcome]) -> list[models.RecallItem]:
+def _ranked(outcomes: Sequence[SourceOutcome], norms: _Norms) -> list[models.RecallItem]:
     """Every item by relevance: channel state first, then best score first across sources (on a
     tie, in ``PRIORITY`` order)."""
     order = {kind: index for index, kind in enumerate(PRIORITY)}
     return sorted(
-        _profile_scores(outcomes),
+        _profile_scores(outcomes, norms),
         key=lambda i: (i.source != "state", -i.score, order.get(i.source, len(order))),
     )
 
@@ -225,15 +231,18 @@ def _select(
 ) -> list[models.RecallItem]:
     """Deduplicated items, best first within a kind, none the history already shows (with
     ``dedupe=False``: every item with text, duplicates and history repeats included)."""
+    norms = _Norms()
     if not dedupe:
-        return [item for item in _ranked(outcomes) if normalize(item.text)]
+        return [item for item in _ranked(outcomes, norms) if norms[item.text]]
     ids, history_text = _history_view(history)
     kept: list[models.RecallItem] = []
     seen: list[tuple[str | None, str, str]] = []  # (viewer, kind, normalized text)
     seen_ids: set[str] = set()
-    for item in _ranked(outcomes):
-        norm = normalize(item.text)
-        if not norm or item.memory_id in seen_ids or _shown_by_history(item, ids, history_text):
+    for item in _ranked(outcomes, norms):
+        norm = norms[item.text]
+        if not norm or item.memory_id in seen_ids:
+            continue
+        if _shown_by_history(item, norm, ids, history_text):
             continue
         if any(_duplicate(item, norm, other) for other in seen):
             continue
@@ -329,8 +338,10 @@ def assemble(
     )
     kinds_used = {SECTION_OF.get(kind, kind) for kind in notices}
     chosen: list[models.RecallItem] = []
+    lines: dict[int, str] = {}  # each candidate's line, by the item's id (rendered once)
     for item in candidates:
-        cost = _cost(_line(item, clock))
+        line = lines[id(item)] = _line(item, clock)
+        cost = _cost(line)
         section = SECTION_OF.get(item.source, item.source)
         if section not in kinds_used:
             cost += _cost(_title(item.source))
@@ -343,7 +354,7 @@ def assemble(
         return Assembled()
     # asked what the bot said: the episodes (holding its replies) come before the viewer section
     first = EPISODIC if any(o.source.bot_words for o in outcomes) else frozenset()
-    ordered, block = _render(chosen, notices, clock, first=first)
+    ordered, block = _render(chosen, notices, lines, first=first)
     return Assembled(items=ordered, block=block, tokens_estimate=models.estimate_tokens(block))
 
 
@@ -361,10 +372,11 @@ def _title(kind: str) -> str:
 def _render(
     chosen: Iterable[models.RecallItem],
     notices: dict[str, list[str]],
-    clock: timelabel.ChatClock | None,
+    lines_of: Mapping[int, str],
     *,
     first: frozenset[str] = frozenset(),
 ) -> tuple[list[models.RecallItem], str]:
+    """The block's sections in prompt order; ``lines_of``: each chosen item's line, by its id."""
     by_kind: dict[str, list[models.RecallItem]] = {}
     for item in chosen:
         by_kind.setdefault(SECTION_OF.get(item.source, item.source), []).append(item)
@@ -381,7 +393,7 @@ def _render(
         if not items and not extra:
             continue
         lines.append(_title(kind))
-        lines.extend(_line(item, clock) for item in items)
+        lines.extend(lines_of[id(item)] for item in items)
         lines.extend(extra)
         ordered.extend(items)
     return ordered, "\n".join(lines)

@@ -5,9 +5,11 @@ total budget, through caches and single-flight; then context assembly.
   cancelled and reported ``Degraded(reason="timeout")``, a failing one ``reason="error"``.
 * The stage stops waiting at ``settings.memory.budget_ms``: sources still running are cancelled and
   reported ``reason="budget"``. The turn always goes on with what arrived.
-* Results are cached (``ports.Cache``) with a TTL per kind (profile > recall, lore longest). Keys of
-  a viewer's sources start with ``mem2:v:<user id>:`` so :meth:`Retriever.invalidate_viewer` drops
-  them with one prefix delete (forget / correct / consolidation call it).
+* Results are cached (``ports.Cache``) with a TTL per kind (profile > recall, lore longest): as
+  JSON in a shared cache (Redis), as the items themselves in the in-process one (``InProcessCache.
+  set_value``). Keys of a viewer's sources start with ``mem2:v:<user id>:`` so
+  :meth:`Retriever.invalidate_viewer` drops them with one prefix delete (forget / correct /
+  consolidation call it).
 * Identical in-flight requests (same cache key) share one call (``cache.SingleFlight``), whichever
   turn or viewer asked; a caller timing out never cancels the call for the others.
 * An invalidation bumps a generation per viewer (``v:<user id>``) or kind (``k:<kind>``): a fetch
@@ -233,13 +235,17 @@ class Retriever:
             cached, generation = await self._cache_read(key, group)
             if cached is not None:
                 self._count(spec.kind, "hit")
-                return _decode(cached)
+                return cached
 
         async def load() -> list[models.RecallItem]:
             items = await spec.fetch(source, batch)
             # an invalidation while fetching (forget, correct) may have removed what was read
             if generation is not None and await self._generation(group) == generation:
-                await self._cache_set(key, _encode(items), spec.ttl_seconds)
+                local = self._local()
+                if local is not None:  # one process: the items themselves, no JSON
+                    local.set_value(key, tuple(items), spec.ttl_seconds)
+                else:
+                    await self._cache_set(key, _encode(items), spec.ttl_seconds)
             return items
 
         items, shared = await self._flight.run(key, load)
@@ -250,17 +256,30 @@ class Retriever:
         if self.metrics is not None:
             self.metrics.cache_lookup(kind, outcome)
 
-    async def _cache_read(self, key: str, group: str) -> tuple[str | None, tuple[int, str | None]]:
-        """The cached value of ``key`` and ``group``'s generation (``_generation``), read together
+    def _local(self) -> cache_module.InProcessCache | None:
+        """The cache when it serves this process only: it keeps the items as they are."""
+        if self._shared or not isinstance(self.cache, cache_module.InProcessCache):
+            return None
+        return self.cache
+
+    async def _cache_read(
+        self, key: str, group: str
+    ) -> tuple[list[models.RecallItem] | None, tuple[int, str | None]]:
+        """The cached items of ``key`` and ``group``'s generation (``_generation``), read together
         (the generation before the fetch: an invalidation after it stops the refill)."""
-        local = self._generations.get(group, 0)
+        seen = self._generations.get(group, 0)
+        local = self._local()
+        if local is not None:
+            value = local.get_value(key)
+            return (list(value) if isinstance(value, tuple) else None), (seen, None)
         keys = [key, f"{CACHE_VERSION}:gen:{group}"] if self._shared else [key]
         try:
             values = await self.cache.get_many(keys)
         except Exception as exc:  # a cache outage is a miss, not a failed source
             outage.log_failure(logger, "memory cache read failed", exc)
-            return None, (local, None)
-        return values[0], (local, values[1] if self._shared else None)
+            return None, (seen, None)
+        cached = _decode(values[0]) if values[0] is not None else None
+        return cached, (seen, values[1] if self._shared else None)
 
     async def _cache_get(self, key: str) -> str | None:
         try:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from memory.spaces import lexical, records
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from memory import ports
 
@@ -141,11 +141,13 @@ def asks_state(query: str) -> bool:
     return _STATE.search(query) is not None
 
 
-def asks_event(query: str) -> bool:
+def asks_event(query: str, *, state: bool | None = None) -> bool:
     """A question about an event, in the past tense and naming no state ("what did Caroline
     research?", "where was Tim last week?"): its own telling answers it, later mentions of its
-    subject are retellings."""
-    return _EVENT.search(query) is not None and not asks_state(query)
+    subject are retellings. ``state``: ``asks_state(query)`` when already known."""
+    if state is None:
+        state = asks_state(query)
+    return not state and _EVENT.search(query) is not None
 
 
 def asks_when(query: str) -> bool:
@@ -161,18 +163,20 @@ def recent_first(
     band: float | None = None,
     sparse: ports.SparseEncoder = lexical.ENCODER,
     indexed: Mapping[str, frozenset[int]] | None = None,
+    query_terms: Collection[int] | None = None,
 ) -> list[records.MemoryHit]:
     """The hits best first, comparable answers of a viewer newest first (module docstring).
     ``band``: ``RECENCY_BAND`` when None (above 1: the same-terms rule never groups);
     ``sparse``: the scheme the hits were found by (their ``context_terms`` are its ids);
-    ``indexed``: ``indexed_terms`` already known, by memory id (``read_terms``)."""
+    ``indexed``: ``indexed_terms`` already known, by memory id (``read_terms``);
+    ``query_terms``: the query's term ids in ``sparse``, when the search made them already."""
     known = indexed or {}
     band = RECENCY_BAND if band is None else band
     ordered = sorted(hits, key=lambda h: (-h.score, -h.record.said_at.timestamp(), h.record.id))
-    if asks_when(query) or asks_event(query):
-        return ordered
-    terms = set(sparse.query(query)[0])
     state = asks_state(query)
+    if asks_when(query) or asks_event(query, state=state):
+        return ordered
+    terms = set(sparse.query(query)[0] if query_terms is None else query_terms)
     groups: list[list[_Ranked]] = []
     logins: dict[str, set[int]] = {}
     for hit in ordered:

@@ -282,12 +282,14 @@ def rank(
     kinds: Collection[records.MemoryKind] | None = None,
     lexical_weight: float = LEXICAL_WEIGHT,
     sparse: ports.SparseEncoder = lexical.ENCODER,
+    query_terms: Collection[int] | None = None,
 ) -> list[records.MemoryHit]:
     """Apply corrections, the lexical signal and ``kinds``; best ``limit`` hits.
 
     ``corrections`` maps a correction id to the (still existing) correction record, for the
     ``corrected_by`` marks of the candidates; ``sparse``: the scheme the candidates were found by
-    (``recent_first`` compares their terms).
+    (``recent_first`` compares their terms); ``query_terms``: the query's term ids in it, when
+    the search made them already.
     """
     best: dict[str, tuple[records.MemoryRecord, float]] = {}
     indexed: dict[str, frozenset[int]] = {}
@@ -313,4 +315,6 @@ def rank(
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
         hits.append(records.MemoryHit(record=record, score=score))
-    return recency.recent_first(query, hits, sparse=sparse, indexed=indexed)[:limit]
+    return recency.recent_first(
+        query, hits, sparse=sparse, indexed=indexed, query_terms=query_terms
+    )[:limit]
