@@ -15,7 +15,7 @@ from memory import errors, identity
 from memory.adapters import edge_models, edge_shards, qdrant, qdrant_edge
 from memory.spaces import embedders
 from tests import scan
-from tests.test_spaces import edge_spaces, record, settings
+from tests.test_spaces import T0, edge_spaces, record, settings
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -286,3 +286,25 @@ async def test_payload_indexes_are_built_once_a_shard_is_big_enough_and_dropped_
         assert await spaces.spaces() == [ALICE]
         assert await spaces.count(ALICE) == 2
     assert _indexed(shard) == set()
+
+
+@pytest.mark.parametrize("layout", ["per_space", "shared"])
+async def test_a_point_keeps_no_null_or_empty_payload_key_and_reads_back_whole(
+    tmp_path: Path, layout: str
+) -> None:
+    """Edge parses every key of every candidate a search reads: a memory's empty fields are
+    left out of its point (``store.stored_payload``) and read back as their defaults."""
+    memory = record(ALICE, "I live in Turin", login="alice", user_id="1001")
+    async with edge_spaces(tmp_path, layout) as spaces:
+        await spaces.upsert([memory])
+        [point] = await spaces.client.retrieve(spaces.collection(ALICE), ids=[memory.id])
+        payload = point.payload or {}
+        assert {k for k, v in payload.items() if v in (None, [], {})} == set()
+        assert "superseded_by" not in payload and "extra" not in payload
+        assert await spaces.get(ALICE, [memory.id]) == [memory]
+        assert [h.record for h in await spaces.search(ALICE, "Turin")] == [memory]
+        # marked superseded, then not: the mark is set, then emptied, and the filter follows
+        assert await spaces.supersede(ALICE, [memory.id], by=str(uuid.uuid4()), at=T0) == 1
+        assert await spaces.search(ALICE, "Turin") == []
+        assert await spaces.unsupersede(ALICE, [memory.id]) == 1
+        assert [h.record for h in await spaces.search(ALICE, "Turin")] == [memory]

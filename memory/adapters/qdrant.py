@@ -245,7 +245,11 @@ class QdrantSpaces:
             vectors = qdrant_hybrid.point_vector(encoder, record, vector)
             if encoder is not None:
                 payload[spaces_module.TERMS_KEY] = recency.stored_terms(record, encoder)
-            points.append(qm.PointStruct(id=record.id, vector=vectors, payload=payload))
+            points.append(
+                qm.PointStruct(
+                    id=record.id, vector=vectors, payload=spaces_module.stored_payload(payload)
+                )
+            )
         await self.client.upsert(name, points=points, wait=True)
         in_group = {r.id for r, _ in group}
         for target, correction in corrects.items():

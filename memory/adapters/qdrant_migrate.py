@@ -196,7 +196,9 @@ async def _copy_collection(
             if not isinstance(vector, dict):  # dense-only: the lexical vector from the text
                 vector = qdrant_hybrid.point_vector(lexical.ENCODER, record, list(vector or []))
             groups.setdefault(collections.name(space), []).append(
-                qm.PointStruct(id=point.id, vector=vector, payload=payload)
+                qm.PointStruct(
+                    id=point.id, vector=vector, payload=spaces_module.stored_payload(payload)
+                )
             )
         report.memories += len(points)
         for collection, structs in groups.items():

@@ -283,7 +283,8 @@ class Reembedder:
             # the terms in this scheme (the collection re-embedded may have had another)
             payload[spaces_module.TERMS_KEY] = recency.stored_terms(record, sparse)
             vector = qdrant_hybrid.point_vector(sparse, record, dense)
-            structs.append(qm.PointStruct(id=point.id, vector=vector, payload=payload))
+            stored = spaces_module.stored_payload(payload)
+            structs.append(qm.PointStruct(id=point.id, vector=vector, payload=stored))
         await self.client.upsert(staging, points=structs, wait=True)
 
     async def _swap(self, task: Task, hook: Callable[[str, int], None]) -> None:

@@ -174,6 +174,17 @@ def to_payload(record: records.MemoryRecord) -> dict[str, Any]:
     }
 
 
+def stored_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``payload`` as a point keeps it: without the keys whose value is null or empty
+    (``from_payload`` reads a missing key as its field's default, "not superseded" filters on
+    an empty mark either way). A memory's payload has half as many keys: Edge parses and
+    allocates every key of every candidate it reads, ~10 µs a point (issue 21 session 13: a
+    viewer's fused query 0.36 → 0.25 ms on first touch, 0.24 → 0.18 after)."""
+    return {key: value for key, value in payload.items() if value not in _NOTHING}
+
+
+#: what ``stored_payload`` leaves out (compared by ``==``: a zero or False is kept)
+_NOTHING: tuple[Any, ...] = (None, [], {}, ())
 _KIND_OF = {kind.value: kind for kind in records.MemoryKind}
 
 
