@@ -247,6 +247,24 @@ async def test_a_shards_wal_segments_are_small_from_its_creation_and_after_an_up
     assert recorded["wal_options"] == edge_shards.WAL_OPTIONS
 
 
+async def test_a_shard_searches_with_one_thread_from_its_creation_and_after_an_upgrade(
+    tmp_path: Path,
+) -> None:
+    """Edge's default search pool (a thread per CPU) made a viewer's search slower, not faster
+    (``edge_models.SEARCH_THREADS``); a shard of an earlier release gets the one thread at load."""
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin")])
+        shard = tmp_path / "edge" / spaces.collection(ALICE)
+    config_file = shard / "edge_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    assert config["max_search_threads"] == edge_models.SEARCH_THREADS == 1
+    del config["max_search_threads"]
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    async with edge_spaces(tmp_path, "shared") as spaces:
+        assert [h.record.text for h in await spaces.search(ALICE, "Turin")] == ["I live in Turin"]
+    assert json.loads(config_file.read_text(encoding="utf-8"))["max_search_threads"] == 1
+
+
 def _indexed(shard: Path) -> set[str]:
     loaded = edge.EdgeShard.load(str(shard), None)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
@@ -305,3 +306,34 @@ async def test_redis_get_many_answers_in_order(redis_url: str) -> None:
     finally:
         await shared.delete_prefix("")
         await shared.aclose()
+
+
+async def test_the_in_process_cache_keeps_the_items_and_a_shared_one_json() -> None:
+    """One process: a hit is the items the miss returned, exact scores included (no JSON round
+    trip, which rounded them); a cache other processes share gets JSON."""
+
+    class Precise(support.Fetcher):
+        async def __call__(
+            self, planned: models.PlannedSource, batch: models.Batch
+        ) -> list[models.RecallItem]:
+            return [
+                replace(item, score=0.123456789) for item in await super().__call__(planned, batch)
+            ]
+
+    plan = models.Plan(sources=(support.source("recall", "alice"),))
+    local = cache_module.InProcessCache()
+    fetcher = Precise("recall")
+    retriever = support.make_retriever({"recall": fetcher}, cache=local)
+    missed = (await retriever.retrieve(plan, support.one_batch(), [])).outcomes[0].items
+    hit = (await retriever.retrieve(plan, support.one_batch(), [])).outcomes[0].items
+    assert fetcher.calls == 1 and hit == missed and hit[0].score == 0.123456789
+    [key] = list(local._entries)
+    assert local.get_value(key) == missed and await local.get(key) is None  # not a string
+
+    shared = cache_module.InProcessCache()
+    other = support.make_retriever({"recall": Precise("recall")}, cache=shared)
+    other._shared = True  # as for Redis
+    await other.retrieve(plan, support.one_batch(), [])
+    [key] = list(shared._entries)
+    stored = await shared.get(key)
+    assert stored is not None and retrieval._decode(stored)[0].score == 0.1235
