@@ -133,13 +133,18 @@ def index_record(schema: Any) -> dict[str, Any]:
 
 
 #: A shard's payload indexes (its side file's ``indexes``) are built in Edge once it holds this
-#: many points, and dropped below it (``edge_shards.fit_indexes``). Each keyword index costs its
-#: shard 4-5 MB of resident memory at ``load`` however few points it holds (measured, issue 21
-#: session 9: a 300-point shard loads +35 MB with four, +5 MB with none): ~44 MB for the lore and
-#: stream shards of the shared layout, ~22 MB for each open shard of the per-viewer one. Below this
-#: size a filtered search reads each point's payload instead: ~1 ms at 500 points, 3 ms at 2,000
-#: (0.6 ms with the indexes at 5,000).
+#: many points, and dropped below it (``edge_shards.fit_indexes``), but for ``SEARCHED``. Each
+#: keyword index costs its shard 4-5 MB of resident memory at ``load`` however few points it holds
+#: (measured, issue 21 session 9: a 300-point shard loads +35 MB with four, +5 MB with none).
 INDEX_AT = 1_000
+#: The indexes every search filters by (a shared-layout shard's tenant, "not superseded"): built
+#: from a shard's creation, whatever its size. Without them each of a fused query's four
+#: prefetches reads every point's payload to test the filter: a query on a 300-point shard took
+#: 4.3 ms with no index and 0.18 ms with these two (0.21 with all five), 0.38 / 0.15 ms at 24
+#: points, 9 ms / 0.42 ms at 900 (issue 21 session 13); they cost a small shard ~9 MB at load,
+#: none at 300 points. So the lore (hundreds of entries, seldom 1,000) and a new channel's
+#: episodes are searched as quickly as the viewers' memories.
+SEARCHED = ("tenant", "superseded_by")
 
 
 def index_operation(name: str, side: dict[str, Any]) -> edge.UpdateOperation:

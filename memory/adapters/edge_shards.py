@@ -88,18 +88,24 @@ def apply(
 
 
 def fit_indexes(shard: edge.EdgeShard, side: dict[str, Any]) -> bool:
-    """The side record's payload indexes in Edge from ``edge_models.INDEX_AT`` points on, none
-    below (a shard of an earlier release may have them); returns whether the shard has them."""
+    """The side record's payload indexes in Edge: those every search filters by
+    (``edge_models.SEARCHED``) at any size, the others from ``edge_models.INDEX_AT`` points on and
+    none of them below (a shard of an earlier release may have them); returns whether the shard
+    has them all."""
     info = shard.info()
     present = set(info.payload_schema)
-    if info.points_count < edge_models.INDEX_AT:
-        for field in sorted(present):
-            shard.update(edge.UpdateOperation.delete_field_index(field))
-        return False
-    for field in side["indexes"]:
+    recorded = list(side["indexes"])
+    wanted = (
+        recorded
+        if info.points_count >= edge_models.INDEX_AT
+        else [field for field in recorded if field in edge_models.SEARCHED]
+    )
+    for field in sorted(present - set(wanted)):
+        shard.update(edge.UpdateOperation.delete_field_index(field))
+    for field in wanted:
         if field not in present:
             shard.update(edge_models.index_operation(field, side))
-    return True
+    return len(wanted) == len(recorded)
 
 
 def _wal_options(folder: Path) -> None:
@@ -115,7 +121,8 @@ def facet(
     shard: edge.EdgeShard, request: edge.FacetRequest, key: str, limit: int
 ) -> list[tuple[Any, int]]:
     """The values of ``key`` and their counts, most first: Edge's facet where the field has an
-    index, else counted from the payloads (a shard below ``edge_models.INDEX_AT`` points)."""
+    index, else counted from the payloads (a field not indexed below ``edge_models.INDEX_AT``
+    points)."""
     if key in shard.info().payload_schema:
         return [(hit.value, hit.count) for hit in shard.facet(request).hits]
     counts: collections.Counter[Any] = collections.Counter()
@@ -165,8 +172,9 @@ def settle(shard: edge.EdgeShard, folder: Path, side: dict[str, Any]) -> bool:
     rebuilding their indexes in RAM. Run at close because ``optimize`` holds the GIL: a running
     bot would stop for it. Returns whether segments changed."""
     with translated(folder.parent):
-        if side.get("placement") != edge_models.PLACEMENT and fit_indexes(shard, side):
-            for field in side["indexes"]:
+        if side.get("placement") != edge_models.PLACEMENT:
+            fit_indexes(shard, side)
+            for field in shard.info().payload_schema:  # the ones it keeps, made again on disk
                 shard.update(edge_models.index_operation(field, side))
         changed = shard.optimize()
     if side.get("placement") != edge_models.PLACEMENT:
