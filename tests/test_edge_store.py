@@ -277,8 +277,8 @@ async def test_payload_indexes_are_built_once_a_shard_is_big_enough_and_dropped_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each index costs a shard ~4 MB of memory however few points it holds; a small shard's
-    filtered reads (searches, counts, the list of spaces) are the same without them, but for the
-    two every search filters by (``edge_models.SEARCHED``), which it has from the start."""
+    filtered reads (lookups by turn, counts, the list of spaces) are the same without them, but
+    for the ones searches filter by (``edge_models.SEARCHED``), which it has from the start."""
     monkeypatch.setattr(edge_models, "INDEX_AT", 4)
     first = [record(ALICE, "I live in Turin"), record(BOB, "I live in Rome")]
     later = [record(ALICE, "my cat is called Miso"), record(BOB, "I play chess")]
@@ -287,11 +287,12 @@ async def test_payload_indexes_are_built_once_a_shard_is_big_enough_and_dropped_
         shard = tmp_path / "edge" / spaces.collection(ALICE)
         assert isinstance(spaces.client, qdrant_edge.EdgeClient)
         engine = spaces.client.engine
-        assert set(engine._shards[shard.name].info().payload_schema) == {"tenant", "superseded_by"}
+        searched = {"tenant", "superseded_by", "said_at", "kind"}
+        assert set(engine._shards[shard.name].info().payload_schema) == searched
         assert [h.record.id for h in await spaces.search(BOB, "where do I live")] == [first[1].id]
         assert await spaces.spaces() == sorted([ALICE, BOB])
         await spaces.upsert(later)  # the fourth point: the indexes are built at once
-        assert "kind" in engine._shards[shard.name].info().payload_schema
+        assert "turn_id" in engine._shards[shard.name].info().payload_schema
         assert [h.record.text for h in await spaces.search(ALICE, "my cat")][:1] == [later[0].text]
         assert await spaces.spaces() == sorted([ALICE, BOB])
         assert await spaces.count(BOB) == 2
@@ -304,7 +305,17 @@ async def test_payload_indexes_are_built_once_a_shard_is_big_enough_and_dropped_
     async with edge_spaces(tmp_path, "shared") as spaces:  # below the size at this load
         assert await spaces.spaces() == [ALICE]
         assert await spaces.count(ALICE) == 2
-    assert _indexed(shard) == {"tenant", "superseded_by"}
+    assert _indexed(shard) == {"tenant", "superseded_by", "said_at", "kind"}
+
+
+async def test_a_small_shard_of_the_per_space_layout_has_no_payload_index(tmp_path: Path) -> None:
+    """A shard per viewer, many open at once: the searched indexes (~17 MB each shard) wait for
+    its size too, as the other indexes do."""
+    async with edge_spaces(tmp_path, "per_space") as spaces:
+        await spaces.upsert([record(ALICE, "I live in Turin"), record(ALICE, "I play chess")])
+        shard = tmp_path / "edge" / spaces.collection(ALICE)
+        assert [h.record.text for h in await spaces.search(ALICE, "chess")][:1] == ["I play chess"]
+    assert _indexed(shard) == set()
 
 
 @pytest.mark.parametrize("layout", ["per_space", "shared"])

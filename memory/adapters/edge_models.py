@@ -137,14 +137,27 @@ def index_record(schema: Any) -> dict[str, Any]:
 #: keyword index costs its shard 4-5 MB of resident memory at ``load`` however few points it holds
 #: (measured, issue 21 session 9: a 300-point shard loads +35 MB with four, +5 MB with none).
 INDEX_AT = 1_000
-#: The indexes every search filters by (a shared-layout shard's tenant, "not superseded"): built
-#: from a shard's creation, whatever its size. Without them each of a fused query's four
-#: prefetches reads every point's payload to test the filter: a query on a 300-point shard took
-#: 4.3 ms with no index and 0.18 ms with these two (0.21 with all five), 0.38 / 0.15 ms at 24
-#: points, 9 ms / 0.42 ms at 900 (issue 21 session 13); they cost a small shard ~9 MB at load,
-#: none at 300 points. So the lore (hundreds of entries, seldom 1,000) and a new channel's
+#: The indexes searches filter by: a shared-layout shard's tenant and "not superseded" (every
+#: search), the time window (``said_at``) and the kinds (a kind-filtered search, the earlier
+#: streams' episodes). A shared-layout shard has them from its creation, whatever its size
+#: (``always_indexed``); only ``turn_id`` (the write side's lookups) waits for ``INDEX_AT``.
+#: Without an index each of a fused query's four prefetches reads every point's payload to test
+#: the condition (issue 21 session 13, a shard of episodes): 4.3 ms a query at 300 points and
+#: 9 ms at 900 with no index, 0.18 and 0.42 ms with the first two; a time window 2.7 / 8.2 ms
+#: without ``said_at``'s index, 0.24 / 0.30 with it; a kind filter 2.8 ms at 300 points without
+#: ``kind``'s, 0.33 with it. They cost a tiny shard ~17 MB at load (+25 against +8 with none),
+#: ~8 MB at 300 points. So the lore (hundreds of entries, seldom 1,000) and a new channel's
 #: episodes are searched as quickly as the viewers' memories.
-SEARCHED = ("tenant", "superseded_by")
+SEARCHED = ("tenant", "superseded_by", "said_at", "kind")  # said_at: ``store.SAID_AT_KEY``
+
+
+def always_indexed(side: dict[str, Any]) -> list[str]:
+    """The recorded indexes a shard has below ``INDEX_AT`` points: ``SEARCHED`` in a shard of the
+    shared layout (it records a tenant index: a few shards, each searched for many spaces), none
+    in one of the per-space layout (a shard per viewer, many open at once: ~17 MB each would
+    add up)."""
+    recorded = side["indexes"]
+    return [field for field in recorded if field in SEARCHED] if "tenant" in recorded else []
 
 
 def index_operation(name: str, side: dict[str, Any]) -> edge.UpdateOperation:

@@ -88,18 +88,14 @@ def apply(
 
 
 def fit_indexes(shard: edge.EdgeShard, side: dict[str, Any]) -> bool:
-    """The side record's payload indexes in Edge: those every search filters by
-    (``edge_models.SEARCHED``) at any size, the others from ``edge_models.INDEX_AT`` points on and
-    none of them below (a shard of an earlier release may have them); returns whether the shard
-    has them all."""
+    """The side record's payload indexes in Edge from ``edge_models.INDEX_AT`` points on, and
+    below it only ``edge_models.always_indexed`` (a shard of an earlier release may have more);
+    returns whether the shard has them all."""
     info = shard.info()
     present = set(info.payload_schema)
     recorded = list(side["indexes"])
-    wanted = (
-        recorded
-        if info.points_count >= edge_models.INDEX_AT
-        else [field for field in recorded if field in edge_models.SEARCHED]
-    )
+    big = info.points_count >= edge_models.INDEX_AT
+    wanted = recorded if big else edge_models.always_indexed(side)
     for field in sorted(present - set(wanted)):
         shard.update(edge.UpdateOperation.delete_field_index(field))
     for field in wanted:
