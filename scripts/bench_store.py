@@ -30,7 +30,6 @@ import contextlib
 import json
 import mmap
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,7 +100,7 @@ async def measure(
         first = viewers + 1000 * int(time.time() % 1000)
         row["first_memory_ms"] = await scale.first_memory(harness.eval_settings(data_dir), first)
     else:
-        with tempfile.TemporaryDirectory(prefix="livememory-store-") as tmp:
+        with harness.temporary_data_dir("livememory-store-") as tmp:
             settings = harness.eval_settings(Path(tmp))
             row |= await scale.build_audience(settings, viewers, memories)
             with hold_pages(Path(tmp), hold) as held:

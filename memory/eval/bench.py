@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -87,7 +86,7 @@ async def search_latency(
     rng = random.Random(seed)
     embedder = embedders.OfflineHashEmbedder()
     row: dict[str, Any] = {"layout": layout, "memories": memories, "viewers": viewers}
-    with tempfile.TemporaryDirectory(prefix="livememory-bench-") as tmp:
+    with harness.temporary_data_dir("livememory-bench-") as tmp:
         settings = harness.eval_settings(Path(tmp), overrides={"qdrant": {"layout": layout}})
         store = await qdrant.open_spaces(
             settings, embedder, location=location or str(Path(tmp) / "qdrant")
@@ -156,7 +155,7 @@ async def consolidation_throughput(*, viewers: int = 20, filler: int = 300) -> d
 
     stream = synthetic.generate(seed=3, viewers=viewers, filler=filler)
     chat = [e for e in stream.events if not e.text.startswith("!")]
-    with tempfile.TemporaryDirectory(prefix="livememory-bench-") as tmp:
+    with harness.temporary_data_dir("livememory-bench-") as tmp:
         settings = harness.eval_settings(Path(tmp))
 
         async def deliver(report: models.TurnReport) -> None:
@@ -224,7 +223,7 @@ async def _paced(events: Sequence[models.ChatEvent], speedup: float) -> dict[str
             stages["memory"].append(report.timings_ms["memory_total"])
 
     lags: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="livememory-bench-") as tmp:
+    with harness.temporary_data_dir("livememory-bench-") as tmp:
         settings = harness.eval_settings(Path(tmp))
         async with services_module.lifespan(settings, no_llm=True) as services:
             runner = Timed(services, deliver, commands=services.commands)

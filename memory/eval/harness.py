@@ -10,6 +10,7 @@ design. ``score`` turns the reports into metrics (``memory.eval.metrics``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import tempfile
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
+from memory.adapters import pg_embedded
 from memory.eval import locomo, metrics, naive
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from config.settings import Settings
     from memory.eval import synthetic
@@ -121,6 +123,18 @@ def as_read(event: models.ChatEvent, prefix: str = "!") -> models.ChatEvent:
 # -- running ------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def temporary_data_dir(prefix: str = "livememory-eval-") -> Iterator[Path]:
+    """A data folder removed after the block, the embedded Postgres a run started in it stopped
+    first (``pg_embedded.stop_embedded``: removed while it runs, the server would outlive the
+    process)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        try:
+            yield Path(tmp)
+        finally:
+            pg_embedded.stop_embedded(Path(tmp))
+
+
 def eval_settings(
     data_dir: Path,
     *,
@@ -216,10 +230,10 @@ async def run_full_isolated(
     case: Case, *, overrides: Mapping[str, Mapping[str, Any]] | None = None, **top: Any
 ) -> list[models.TurnReport]:
     """``run_full`` in a fresh temporary data folder (embedded Postgres and Qdrant), removed after."""
-    with tempfile.TemporaryDirectory(prefix="livememory-eval-") as tmp:
+    with temporary_data_dir() as tmp:
         if case.lore:
-            top.setdefault("lore_dir", write_lore(Path(tmp) / "lore", case.lore))
-        settings = eval_settings(Path(tmp), overrides=overrides, **top)
+            top.setdefault("lore_dir", write_lore(tmp / "lore", case.lore))
+        settings = eval_settings(tmp, overrides=overrides, **top)
         return await run_full(case, settings)
 
 

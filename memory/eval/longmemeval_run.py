@@ -23,7 +23,6 @@ import collections
 import itertools
 import logging
 import multiprocessing
-import tempfile
 import time
 from concurrent import futures
 from dataclasses import dataclass
@@ -204,7 +203,7 @@ async def replay_isolated(
 async def _replay_folder(
     channels: Sequence[longmemeval.Channel], embedder: str
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
-    with tempfile.TemporaryDirectory(prefix="livememory-lme-") as tmp:
+    with harness.temporary_data_dir("livememory-lme-") as tmp:
         return await replay(channels, harness.eval_settings(Path(tmp), embedder=embedder))
 
 

@@ -17,7 +17,6 @@ import asyncio
 import dataclasses
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +130,7 @@ async def run(
 ) -> list[Row]:
     rows = []
     for reducer in REDUCERS:
-        with tempfile.TemporaryDirectory(prefix=f"livememory-reducer-{reducer}-") as tmp:
+        with harness.temporary_data_dir(f"livememory-reducer-{reducer}-") as tmp:
             rows.append(await replay_with(reducer, events, Path(tmp), history=history))
     return rows
 

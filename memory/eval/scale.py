@@ -27,7 +27,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -276,7 +275,7 @@ async def _window_pass(
 
 
 async def audience(viewers: int, memories: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="livememory-scale-") as tmp:
+    with harness.temporary_data_dir("livememory-scale-") as tmp:
         data_dir = Path(tmp)
         settings = harness.eval_settings(data_dir)
         row: dict[str, Any] = {"viewers": viewers, "memories_per_viewer": memories}
@@ -295,7 +294,7 @@ async def ingest_cost(
     """Per-message transcript cost of one-message turns after ``size`` stored turns (embedded
     Postgres unless ``database_url``: an empty, migrated database)."""
     rows = []
-    with tempfile.TemporaryDirectory(prefix="livememory-scale-turns-") as tmp:
+    with harness.temporary_data_dir("livememory-scale-turns-") as tmp:
         settings = harness.eval_settings(Path(tmp), database_url=database_url)
         async with postgres.open_database(settings) as db:
             from memory import migrate
@@ -341,7 +340,7 @@ async def redis_vs_in_process(redis_url: str | None, messages: int = 200) -> dic
     out: dict[str, Any] = {"messages": messages}
     for name, url in (("in_process", None), ("redis", redis_url)):
         prefix = f"lmscale{uuid.uuid4().hex[:8]}:"
-        with tempfile.TemporaryDirectory(prefix="livememory-scale-redis-") as tmp:
+        with harness.temporary_data_dir("livememory-scale-redis-") as tmp:
             settings = harness.eval_settings(
                 Path(tmp), overrides={"batch": {"max_messages": 1}, "redis": {"key_prefix": prefix}},
                 redis_url=url,
