@@ -3,9 +3,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
 import pytest
 
-from memory import models
+from memory import errors, models
 from memory.consolidate import jobs
 from memory.history import transcript, working
 from tests.fakes import history as fake_history
@@ -79,6 +80,71 @@ async def test_a_turn_outcome_is_written_once(db: postgres.Database) -> None:
         await store.finish_turn(turn_id, **kwargs)
     row = await store.turn(turn_id)
     assert row is not None and row.error == "boom"
+
+
+def failing_turn_inserts(monkeypatch: pytest.MonkeyPatch, *modes: str) -> None:
+    """The driver's next turn inserts fail with the connection, one per mode: ``after`` the
+    server ran the insert (Postgres stopping under it commits, then drops the connection; the
+    bot's fault test once met it), or ``before`` it reached the server."""
+    real = asyncpg.pool.Pool.execute
+    pending = list(modes)
+
+    async def execute(self: asyncpg.pool.Pool, query: str, *args: Any, **kw: Any) -> str:
+        if pending and query.lstrip().startswith("INSERT INTO turns"):
+            if pending.pop(0) == "after":
+                await real(self, query, *args, **kw)
+            raise asyncpg.InterfaceError(
+                "cannot switch to state 15; another operation (2) is in progress"
+            )
+        status: str = await real(self, query, *args, **kw)
+        return status
+
+    monkeypatch.setattr(asyncpg.pool.Pool, "execute", execute)
+
+
+async def turn_ids(db: postgres.Database, stream: str) -> list[str]:
+    rows = await db.pool.fetch("SELECT id FROM turns WHERE stream = $1 ORDER BY seq", stream)
+    return [row["id"] for row in rows]
+
+
+@pytest.mark.parametrize("mode", ["after", "before"])
+async def test_a_turn_whose_opening_failed_opens_again_under_its_id(
+    db: postgres.Database, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    store = transcript.Transcript(db)
+    await store.append_events([chat(1), chat(2)])
+    failing_turn_inserts(monkeypatch, mode)
+    with pytest.raises(errors.StoreUnavailable, match="open turn"):
+        await store.start_turn("s1", ["m1", "m2"])
+    written = await turn_ids(db, "s1")
+    assert len(written) == (1 if mode == "after" else 0)
+    turn_id = await store.start_turn("s1", ["m1", "m2"])  # the retry of the same batch
+    assert await turn_ids(db, "s1") == [turn_id]
+    assert written in ([], [turn_id])
+    await store.finish_turn(
+        turn_id, stream="s1", status=models.TurnStatus.MISSED, reply=None, error="late",
+        ts=T0, report={}, consolidate=True,
+    )  # fmt: skip
+    assert await store.answered(["m1", "m2"]) == {"m1", "m2"}
+    assert await store.start_turn("s1", ["m1", "m2"]) != turn_id  # a new turn from then on
+
+
+async def test_a_turn_whose_opening_failed_ends_failed_when_the_next_holds_other_messages(
+    db: postgres.Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = transcript.Transcript(db)
+    await store.append_events([chat(1), chat(2), chat(3)])
+    failing_turn_inserts(monkeypatch, "after")
+    with pytest.raises(errors.StoreUnavailable):
+        await store.start_turn("s1", ["m1", "m2"])
+    [orphan] = await turn_ids(db, "s1")
+    turn_id = await store.start_turn("s1", ["m3"])
+    assert await turn_ids(db, "s1") == [orphan, turn_id]
+    ended = await store.turn(orphan)
+    assert ended is not None and ended.status is models.TurnStatus.FAILED
+    assert ended.error is not None and "opening failed" in ended.error
+    assert await jobs.by_dedupe_key(db, transcript.CONSOLIDATE_TURN, orphan) is None
+    assert await store.close_pending("s1", reason="crash") == [turn_id]  # the orphan is not pending
 
 
 async def test_history_rebuild_orders_messages_and_replies_and_skips_commands(

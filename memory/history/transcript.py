@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, models, sql
@@ -18,7 +19,6 @@ from memory.consolidate import jobs
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from datetime import datetime
 
 
 CONSOLIDATE_TURN = "consolidate_turn"
@@ -78,6 +78,8 @@ class Transcript:
 
     def __init__(self, db: postgres.Database) -> None:
         self.db = db
+        #: stream -> the turn whose opening failed with the connection (``start_turn``)
+        self._unsure: dict[str, str] = {}
 
     async def ensure_stream(
         self, stream: str, *, channel: str | None = None, temporary: bool = False
@@ -140,12 +142,53 @@ class Transcript:
         return {row["message_id"] for row in rows}
 
     async def start_turn(self, stream: str, message_ids: Sequence[str]) -> str:
+        """Open a turn of ``message_ids``; returns its id.
+
+        When the connection fails during the insert, the server may have written the row or not
+        (Postgres stopping under a running statement commits it, then drops the connection). The
+        next turn of the stream then opens under the same id: the row if it is missing, the
+        written one if it holds the same messages (the caller retrying the batch, or marking it
+        missed), else that one ends ``failed`` and a new turn opens. So a turn that never ran is
+        not left pending beside the one that answered its messages."""
+        unsure = self._unsure.pop(stream, None)
+        if unsure is not None and await self._reopen(unsure, stream, message_ids):
+            return unsure
         turn_id = str(uuid.uuid4())
-        with postgres.wrap_errors("open turn"):
-            await self.db.pool.execute(
-                sql.queries["transcript_insert_turn"], turn_id, stream, list(message_ids)
-            )
+        try:
+            with postgres.wrap_errors("open turn"):
+                await self.db.pool.execute(
+                    sql.queries["transcript_insert_turn"], turn_id, stream, list(message_ids)
+                )
+        except BaseException:
+            self._unsure[stream] = turn_id
+            raise
         return turn_id
+
+    async def _reopen(self, turn_id: str, stream: str, message_ids: Sequence[str]) -> bool:
+        """Open ``turn_id`` again for ``message_ids`` (``start_turn``); False when the row holds
+        other messages (it is then ended ``failed``) or has ended already."""
+        try:
+            with postgres.wrap_errors("open turn"):
+                held = await self.db.pool.fetchval(
+                    sql.queries["transcript_reopen_turn"], turn_id, stream, list(message_ids)
+                )
+            if held is None or list(held) == list(message_ids):
+                return held is not None
+            reason = "its opening failed with the connection; its messages went to a later turn"
+            await self.finish_turn(
+                turn_id,
+                stream=stream,
+                status=models.TurnStatus.FAILED,
+                reply=None,
+                error=reason,
+                ts=datetime.now(UTC),
+                report={"turn_id": turn_id, "stream": stream, "status": "failed", "error": reason},
+                consolidate=False,  # the later turn consolidates them
+            )
+        except BaseException:
+            self._unsure[stream] = turn_id  # still unsure: the next turn tries again
+            raise
+        return False
 
     async def finish_turn(
         self,

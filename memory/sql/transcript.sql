@@ -24,6 +24,19 @@ RETURNING id;
 -- description: open a turn ($1 id, $2 stream, $3 message ids)
 INSERT INTO turns (id, stream, message_ids) VALUES ($1, $2, $3);
 
+-- transcript_reopen_turn --
+-- description: open again a turn whose opening the client saw fail ($1 id, $2 stream, $3 message ids): the row if it was not written; returns the message ids of the open turn under that id (none when it ended)
+WITH opened AS (
+    INSERT INTO turns (id, stream, message_ids) VALUES ($1, $2, $3)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING message_ids
+)
+SELECT message_ids FROM opened
+UNION ALL
+SELECT t.message_ids FROM turns t
+WHERE t.id = $1 AND NOT EXISTS (SELECT 1 FROM opened)
+  AND NOT EXISTS (SELECT 1 FROM turn_outcomes o WHERE o.turn_id = t.id);
+
 -- transcript_insert_outcome --
 -- description: end a turn ($1 turn id, $2 status, $3 reply, $4 error, $5 reply ts, $6 timings jsonb, $7 report jsonb, $8 reason)
 INSERT INTO turn_outcomes (turn_id, status, reply, error, ts, timings, report, reason)
