@@ -268,12 +268,14 @@ def candidate(payload: Mapping[str, Any], score: float) -> Candidate:
 
 def fetch_size(limit: int) -> int:
     """How many candidates a search ranks for ``limit`` results (room for corrections, kinds and
-    the recency re-rank): twice the limit, at least 20. Four times (40 for the default limit of
-    10) gave the same LoCoMo R@5 within 0.002 (0.616 against 0.618 with twice), the same synthetic
-    R@5 and LongMemEval any@5 / all@5 / freshness, and cost each embedded search 30 % more: Edge
-    reads every candidate's payload (~13 µs) and each becomes Python objects (issue 21 session 12,
+    the recency re-rank): one and a half times the limit, at least 15 (15 for the default limit
+    of 10, 30 for a time-scoped recall's 20). Edge reads every candidate's payload (~13 µs) and
+    each becomes Python objects, so a search costs about in proportion. Four times the limit (40)
+    gave LoCoMo R@5 0.616, twice (20, issue 21 session 12) 0.618; one and a half times the same
+    0.618 (R@10 0.677 -> 0.680), the same synthetic R@5 and LongMemEval any@5 / all@5 /
+    freshness, and a cold memory stage ~9 % quicker at 10,000 viewers (issue 21 session 14,
     ``docs/evaluation.md``)."""
-    return max(2 * limit, 20)
+    return max(limit + limit // 2, 15)
 
 
 def lexical_overlap(query_terms: Collection[str], text: str) -> float:
