@@ -101,11 +101,11 @@ async def measure(
         row["first_memory_ms"] = await scale.first_memory(harness.eval_settings(data_dir), first)
     else:
         with harness.temporary_data_dir("livememory-store-") as tmp:
-            settings = harness.eval_settings(Path(tmp))
+            settings = harness.eval_settings(tmp)
             row |= await scale.build_audience(settings, viewers, memories)
-            with hold_pages(Path(tmp), hold) as held:
+            with hold_pages(tmp, hold) as held:
                 row["held_mb"] = held / 1e6
-                row = await measure_folder(Path(tmp), viewers, row)
+                row = await measure_folder(tmp, viewers, row)
     row["seconds"] = time.perf_counter() - began
     row["load_after"] = os.getloadavg()
     return row

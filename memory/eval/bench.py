@@ -14,7 +14,6 @@ import random
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
@@ -24,6 +23,7 @@ from memory.spaces import records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
@@ -87,9 +87,9 @@ async def search_latency(
     embedder = embedders.OfflineHashEmbedder()
     row: dict[str, Any] = {"layout": layout, "memories": memories, "viewers": viewers}
     with harness.temporary_data_dir("livememory-bench-") as tmp:
-        settings = harness.eval_settings(Path(tmp), overrides={"qdrant": {"layout": layout}})
+        settings = harness.eval_settings(tmp, overrides={"qdrant": {"layout": layout}})
         store = await qdrant.open_spaces(
-            settings, embedder, location=location or str(Path(tmp) / "qdrant")
+            settings, embedder, location=location or str(tmp / "qdrant")
         )
         try:
             started = time.perf_counter()
@@ -156,7 +156,7 @@ async def consolidation_throughput(*, viewers: int = 20, filler: int = 300) -> d
     stream = synthetic.generate(seed=3, viewers=viewers, filler=filler)
     chat = [e for e in stream.events if not e.text.startswith("!")]
     with harness.temporary_data_dir("livememory-bench-") as tmp:
-        settings = harness.eval_settings(Path(tmp))
+        settings = harness.eval_settings(tmp)
 
         async def deliver(report: models.TurnReport) -> None:
             return None
@@ -224,7 +224,7 @@ async def _paced(events: Sequence[models.ChatEvent], speedup: float) -> dict[str
 
     lags: list[float] = []
     with harness.temporary_data_dir("livememory-bench-") as tmp:
-        settings = harness.eval_settings(Path(tmp))
+        settings = harness.eval_settings(tmp)
         async with services_module.lifespan(settings, no_llm=True) as services:
             runner = Timed(services, deliver, commands=services.commands)
             first, wall = events[0].ts, time.perf_counter()

@@ -26,7 +26,6 @@ import multiprocessing
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +35,7 @@ from memory.eval import harness, longmemeval, metrics, peers, report
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
+    from pathlib import Path
 
     from config.settings import Settings
     from memory import ports
@@ -204,7 +204,7 @@ async def _replay_folder(
     channels: Sequence[longmemeval.Channel], embedder: str
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     with harness.temporary_data_dir("livememory-lme-") as tmp:
-        return await replay(channels, harness.eval_settings(Path(tmp), embedder=embedder))
+        return await replay(channels, harness.eval_settings(tmp, embedder=embedder))
 
 
 def replay_chunk(

@@ -131,7 +131,7 @@ async def run(
     rows = []
     for reducer in REDUCERS:
         with harness.temporary_data_dir(f"livememory-reducer-{reducer}-") as tmp:
-            rows.append(await replay_with(reducer, events, Path(tmp), history=history))
+            rows.append(await replay_with(reducer, events, tmp, history=history))
     return rows
 
 

@@ -31,7 +31,6 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
@@ -45,6 +44,7 @@ from memory.spaces import records as memory_records
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from config.settings import Settings
 
@@ -275,8 +275,7 @@ async def _window_pass(
 
 
 async def audience(viewers: int, memories: int) -> dict[str, Any]:
-    with harness.temporary_data_dir("livememory-scale-") as tmp:
-        data_dir = Path(tmp)
+    with harness.temporary_data_dir("livememory-scale-") as data_dir:
         settings = harness.eval_settings(data_dir)
         row: dict[str, Any] = {"viewers": viewers, "memories_per_viewer": memories}
         row |= await build_audience(settings, viewers, memories)
@@ -295,7 +294,7 @@ async def ingest_cost(
     Postgres unless ``database_url``: an empty, migrated database)."""
     rows = []
     with harness.temporary_data_dir("livememory-scale-turns-") as tmp:
-        settings = harness.eval_settings(Path(tmp), database_url=database_url)
+        settings = harness.eval_settings(tmp, database_url=database_url)
         async with postgres.open_database(settings) as db:
             from memory import migrate
 
@@ -342,7 +341,7 @@ async def redis_vs_in_process(redis_url: str | None, messages: int = 200) -> dic
         prefix = f"lmscale{uuid.uuid4().hex[:8]}:"
         with harness.temporary_data_dir("livememory-scale-redis-") as tmp:
             settings = harness.eval_settings(
-                Path(tmp), overrides={"batch": {"max_messages": 1}, "redis": {"key_prefix": prefix}},
+                tmp, overrides={"batch": {"max_messages": 1}, "redis": {"key_prefix": prefix}},
                 redis_url=url,
             )  # fmt: skip
 

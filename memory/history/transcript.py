@@ -174,15 +174,11 @@ class Transcript:
                 )
             if held is None or list(held) == list(message_ids):
                 return held is not None
-            reason = "its opening failed with the connection; its messages went to a later turn"
-            await self.finish_turn(
+            await self._end_failed(
                 turn_id,
-                stream=stream,
-                status=models.TurnStatus.FAILED,
-                reply=None,
-                error=reason,
+                stream,
+                "its opening failed with the connection; its messages went to a later turn",
                 ts=datetime.now(UTC),
-                report={"turn_id": turn_id, "stream": stream, "status": "failed", "error": reason},
                 consolidate=False,  # the later turn consolidates them
             )
         except BaseException:
@@ -234,23 +230,38 @@ class Transcript:
         with postgres.wrap_errors("read pending turns"):
             rows = await self.db.pool.fetch(sql.queries["transcript_pending_turns"], stream)
         for row in rows:
-            await self.finish_turn(
+            await self._end_failed(
                 row["id"],
-                stream=stream,
-                status=models.TurnStatus.FAILED,
-                reply=None,
-                error=reason,
+                stream,
+                reason,
                 ts=row["created_at"],
-                report={
-                    "turn_id": row["id"],
-                    "stream": stream,
-                    "status": "failed",
-                    "error": reason,
-                },
                 consolidate=True,
                 max_attempts=max_attempts,
             )
         return [row["id"] for row in rows]
+
+    async def _end_failed(
+        self,
+        turn_id: str,
+        stream: str,
+        reason: str,
+        *,
+        ts: datetime,
+        consolidate: bool,
+        max_attempts: int = 5,
+    ) -> None:
+        """End a turn that never ran ``failed`` with ``reason`` (no reply, a minimal report)."""
+        await self.finish_turn(
+            turn_id,
+            stream=stream,
+            status=models.TurnStatus.FAILED,
+            reply=None,
+            error=reason,
+            ts=ts,
+            report={"turn_id": turn_id, "stream": stream, "status": "failed", "error": reason},
+            consolidate=consolidate,
+            max_attempts=max_attempts,
+        )
 
     async def turn(self, turn_id: str) -> TurnRow | None:
         with postgres.wrap_errors("read turn"):
