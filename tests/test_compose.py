@@ -55,3 +55,9 @@ def test_the_image_build_context_has_a_dockerfile(compose: dict[str, Any]) -> No
     assert compose["services"]["bot"]["build"] == "."
     dockerfile = (cli.ROOT / "Dockerfile").read_text()
     assert "pip install" in dockerfile and "migrations" in dockerfile
+    # PYTHONDONTWRITEBYTECODE and an editable install: the image compiles the code it copies
+    # once, or every start compiles it again
+    compiled = next(line for line in dockerfile.splitlines() if "compileall" in line).split()
+    copied = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("COPY ")]
+    for package in ("bot", "memory", "config"):
+        assert package in copied and package in compiled, package

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from memory.eval import harness, scale
+from memory.eval import REPO_ROOT, harness, scale
 from tests.cli import ROOT
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 async def test_ingest_cost_fills_turns_and_times_messages(database_url: str) -> None:
@@ -74,3 +73,11 @@ def test_the_plotted_rows_name_their_store_and_source_and_hold_every_plotted_cos
         assert all(v is None or v > 0 for _, values in costs for v in values)
         assert sorted(r["viewers"] for r in rows) == [r["viewers"] for r in rows]
     assert all(r["ms_p50"] <= r["ms_p95"] for r in points["ingest"])
+
+
+def test_start_ups_are_measured_with_the_checkout_compiled() -> None:
+    """As a user's second start finds it, whatever PYTHONDONTWRITEBYTECODE says here."""
+    scale.bytecode_cached()
+    for package in scale.PACKAGES:
+        for source in (REPO_ROOT / package).rglob("*.py"):
+            assert Path(importlib.util.cache_from_source(str(source))).is_file(), source
