@@ -46,7 +46,6 @@ K1, B = 1.2, 0.75
 AVERAGE_TERMS = 12.0
 #: Qdrant's reciprocal-rank-fusion constant
 RRF_K = 2
-#: weights of the dense and the sparse ranking in the fusion (a weight w turns rank r into r / w)
 #: how many times the sparse ranking enters the fusion (the dense one: once). Copies weigh lexical
 #: evidence with plain RRF, which every Qdrant with hybrid queries has (a weighted ``RrfQuery``
 #: needs a newer server than docker-compose's). LoCoMo conversation 0, lexical scheme, offline
