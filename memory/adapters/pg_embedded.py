@@ -99,6 +99,7 @@ def start_embedded(data_dir: Path) -> str:
             "set DATABASE_URL to use a Postgres server instead",
             data_dir,
         )
+    began = time.monotonic()
     with warnings.catch_warnings():  # XDG_RUNTIME_DIR unset: it falls back to /tmp, which is fine
         warnings.simplefilter("ignore")
         # the wheel is heavy to import; only needed on the embedded path (the package re-exports
@@ -107,6 +108,7 @@ def start_embedded(data_dir: Path) -> str:
 
         _quick_stop(postgres_server)
         server = postgres_server.get_server(data_dir / "postgres", cleanup_mode="stop")
+    logger.info("embedded Postgres ready in %.0f ms", (time.monotonic() - began) * 1000)
     return str(server.get_uri())
 
 

@@ -179,8 +179,15 @@ class QdrantSpaces:
         if not self.shared or not isinstance(self.client, qdrant_edge.EdgeClient):
             return 0
         names = await self._collections.managed()
+        began = time.perf_counter()
         with qdrant_collections.wrap_errors("open"):
             loaded = await self.client.engine.warm(names)
+        # a start's largest part after the imports (issue 21 session 15): said, to be seen
+        logger.info(
+            "embedded Qdrant: %d shard(s) loaded in %.0f ms",
+            loaded,
+            (time.perf_counter() - began) * 1000,
+        )
         if self.collection(_NOBODY) in names:
             # one search of nobody's memories: the first search of a process builds what the
             # rest reuse (qdrant-client's models, Edge's search threads; 15-50 ms, measured),
