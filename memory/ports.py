@@ -6,7 +6,7 @@ redis, qdrant_client, ollama). ``tests/fakes.py`` implements them in memory for 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import builtins
@@ -65,6 +65,10 @@ class ChatModel(Protocol):
     ) -> models.ModelReply: ...
 
 
+#: what a text is embedded as: a stored text, or a search
+EmbedKind = Literal["passage", "query"]
+
+
 class Embedder(Protocol):
     """Turns texts into dense vectors."""
 
@@ -72,7 +76,13 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    async def embed(
+        self, texts: Sequence[str], *, kind: EmbedKind = "passage"
+    ) -> list[list[float]]:
+        """One vector per text. ``kind``: ``"passage"`` for a text that is stored, ``"query"``
+        for a search (models trained with prefixes, as e5, embed the two differently; the
+        others ignore it)."""
+        ...
 
 
 class SparseEncoder(Protocol):

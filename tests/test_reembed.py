@@ -113,7 +113,7 @@ async def test_after_switching_embedders_the_bot_names_reembed_which_brings_reca
 
     assert await memories(switched) == stored  # same ids, same texts, nothing lost
     embedder = await embedders.build_embedder(switched)
-    assert isinstance(embedder, ollama_adapter.OllamaEmbedder)
+    assert isinstance(getattr(embedder, "inner", None), ollama_adapter.OllamaEmbedder)
     async with await qdrant.open_spaces(switched, embedder) as opened:
         hits = await opened.search(ALICE, "graphic designer posters", limit=1)
     assert "graphic designer" in hits[0].record.text

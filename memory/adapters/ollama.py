@@ -14,6 +14,8 @@ from memory import errors, models, outage
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
+    from memory import ports
+
 
 def how_to_start(host: str) -> str:
     return (
@@ -168,7 +170,9 @@ class OllamaEmbedder:
         """Embed one text to learn the dimension (and fail fast when the model is missing)."""
         await self.embed(["dimension probe"])
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])

@@ -24,7 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from memory import identity
+from memory import errors, identity
 from memory.adapters import (
     qdrant_bm25,
     qdrant_collections,
@@ -34,7 +34,7 @@ from memory.adapters import (
     qdrant_multi,
 )
 from memory.adapters import qdrant_models as qm
-from memory.spaces import lexical, recency
+from memory.spaces import embedders, lexical, recency
 from memory.spaces import records as memory_records
 from memory.spaces import store as spaces_module
 
@@ -457,7 +457,7 @@ class QdrantSpaces:
         """
 
         async def search(name: str) -> builtins.list[memory_records.MemoryHit]:
-            [vector] = await self.embedder.embed([query])
+            [vector] = await self.embedder.embed([query], kind="query")
             fetch = spaces_module.fetch_size(limit)
             scope = [
                 *_scope(space, self.shared),
@@ -556,6 +556,12 @@ async def open_spaces(
     embedded in ``<data_dir>/qdrant-edge``. ``client``: an
     ``AsyncQdrantClient`` owned by the caller (never closed here). Raises
     ``errors.EmbedderMismatch`` when the stored vectors were made by another embedder and
-    ``errors.StoreUnavailable`` when the server cannot be reached.
+    ``errors.StoreUnavailable`` when the server cannot be reached. With the ``auto`` embedder, a
+    store made by another local embedder opens with that one (``embedders.keep_recorded``;
+    ``spaces.embedder`` says which).
     """
-    return await QdrantSpaces.open(settings, embedder, location=location, client=client)
+    try:
+        return await QdrantSpaces.open(settings, embedder, location=location, client=client)
+    except errors.EmbedderMismatch as mismatch:
+        kept = await embedders.keep_recorded(settings, embedder, mismatch)
+    return await QdrantSpaces.open(settings, kept, location=location, client=client)

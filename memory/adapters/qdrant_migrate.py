@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from config.settings import Settings
+    from memory import ports
     from memory.adapters.qdrant_collections import Client
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ class _Recorded:
     name: str
     dim: int
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
         raise errors.MemoryServiceError("migration copies vectors, it never embeds")
 
 

@@ -63,7 +63,7 @@ async def search_spaces(
         ]
     if not existing:
         return []
-    [vector] = await embedder.embed([query])
+    [vector] = await embedder.embed([query], kind="query")
     fetch = spaces_module.fetch_size(limit)
     conditions = [*qdrant_hybrid.current(window, False), *_kinds(kinds)]
     with qdrant_collections.wrap_errors("search"):

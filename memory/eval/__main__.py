@@ -61,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--embedder",
-        choices=("offline", "minilm", "ollama", "auto"),
+        choices=("offline", "e5", "minilm", "ollama", "auto"),
         default=harness.DEFAULT_EMBEDDER,
         help="the embedder of the system and of the dense peer (ollama/auto read OLLAMA_HOST)",
     )

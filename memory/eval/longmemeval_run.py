@@ -296,7 +296,7 @@ async def _peer(
         assert embedder is not None
         vectors = await embedder.embed(texts) if texts else []
         index = peers._DenseIndex(np.asarray(vectors, dtype=np.float64).reshape(len(texts), -1))
-        [query] = await embedder.embed([channel.question])
+        [query] = await embedder.embed([channel.question], kind="query")
         vector = np.asarray(query, dtype=np.float64)
         order = index.rank(vector / (np.linalg.norm(vector) or 1.0), len(texts))
     return [frozenset({ids[i]}) for i in order]

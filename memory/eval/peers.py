@@ -204,7 +204,7 @@ def _bm25_ranker(index: _Bm25Index) -> Callable[[str, int], Any]:
 
 def _dense_ranker(index: _DenseIndex, embedder: ports.Embedder) -> Callable[[str, int], Any]:
     async def rank(query: str, size: int) -> list[int]:
-        [vector] = await embedder.embed([query])
+        [vector] = await embedder.embed([query], kind="query")
         query_vector = np.asarray(vector, dtype=np.float64)
         norm = np.linalg.norm(query_vector)
         return index.rank(query_vector / (norm or 1.0), size)

