@@ -343,6 +343,9 @@ class RecallItem:
     #: (shown labelled as the bot's, never a viewer's); None: no reply in it. An offset, not a
     #: second text, so erasing the item's text in a stored report erases the reply too
     reply_at: int | None = None
+    #: the dense similarity of the memory to the query (``MemoryHit.similarity``); None where
+    #: the source does not search (profile, state) or the search did not read vectors
+    similarity: float | None = None
 
     @property
     def said(self) -> str:
@@ -367,6 +370,7 @@ class RecallItem:
             "stream": self.stream,
             "superseded": self.superseded,
             "reply_at": self.reply_at,
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
         }
 
     @classmethod
@@ -384,6 +388,7 @@ class RecallItem:
             stream=data.get("stream"),
             superseded=bool(data.get("superseded", False)),
             reply_at=data.get("reply_at"),
+            similarity=data.get("similarity"),
         )
 
 

@@ -53,7 +53,7 @@ from memory.adapters import qdrant_models as qm
 from memory.spaces import store as spaces_module
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Collection
+    from collections.abc import AsyncIterator, Collection, Sequence
     from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -247,7 +247,11 @@ class EdgeEngine:
         return qm.QueryResponse(points=[edge_models.scored(p) for p in found])
 
     async def query_candidates(
-        self, collection_name: str, limit: int = 10, **kwargs: Any
+        self,
+        collection_name: str,
+        limit: int = 10,
+        similarity_to: Sequence[float] | None = None,
+        **kwargs: Any,
     ) -> list[spaces_module.Candidate]:
         """``query_points``' points as ranking candidates (``qdrant_hybrid.search``), made from
         Edge's points without the scored points in between (their ids, versions and vectors are
@@ -255,7 +259,14 @@ class EdgeEngine:
         request = edge_models.query_request(limit=limit, **kwargs)
         async with self._using(collection_name) as shard:
             found = shard.query(request)  # on the loop, as ``query_points``
-        return [spaces_module.candidate(p.payload or {}, p.score) for p in found]
+        if similarity_to is None:
+            return [spaces_module.candidate(p.payload or {}, p.score) for p in found]
+        return [
+            spaces_module.candidate(
+                p.payload or {}, p.score, spaces_module.similarity(similarity_to, p.vector)
+            )
+            for p in found
+        ]
 
     async def touch(self, collection_name: str, where: Any) -> int:
         """Read the points ``where`` selects once (``edge_models.touch_request``), so that the

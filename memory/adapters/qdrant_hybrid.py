@@ -38,9 +38,19 @@ def current(
     return conditions
 
 
-def candidates(points: Sequence[qm.ScoredPoint]) -> list[spaces_module.Candidate]:
-    """Scored points as ranking candidates (with the correction mark of the stored point)."""
-    return [spaces_module.candidate(point.payload or {}, point.score) for point in points]
+def candidates(
+    points: Sequence[qm.ScoredPoint], dense: Sequence[float] | None = None
+) -> list[spaces_module.Candidate]:
+    """Scored points as ranking candidates (with the correction mark of the stored point and,
+    given the query's ``dense`` vector and points read with theirs, the similarity of the two)."""
+    return [
+        spaces_module.candidate(
+            point.payload or {},
+            point.score,
+            spaces_module.similarity(dense, point.vector) if dense is not None else None,
+        )
+        for point in points
+    ]
 
 
 def point_vector(
@@ -62,7 +72,13 @@ def request(
     fused by reciprocal rank in one call (the sparse one ``lexical.SPARSE_COPIES`` times: the same
     stage object, so a translation can reuse it)."""
     if sparse is None:
-        return {"query": dense, "limit": fetch, "query_filter": where, "with_payload": True}
+        return {
+            "query": dense,
+            "limit": fetch,
+            "query_filter": where,
+            "with_payload": True,
+            "with_vectors": True,
+        }
     if not sparse[0]:
         return {
             "query": dense,
@@ -70,6 +86,7 @@ def request(
             "limit": fetch,
             "query_filter": where,
             "with_payload": True,
+            "with_vectors": [lexical.DENSE],
         }
     indices, values = sparse
     lexical_prefetch = qm.Prefetch(
@@ -86,6 +103,8 @@ def request(
         "query": qm.FusionQuery(fusion=qm.Fusion.RRF),
         "limit": fetch,
         "with_payload": True,
+        # the fused score is a rank; the dense vectors give each candidate its similarity
+        "with_vectors": [lexical.DENSE],
     }
 
 
@@ -103,6 +122,6 @@ async def search(
     arguments = request(dense, sparse, fetch, where)
     direct = getattr(client, "query_candidates", None)
     if direct is not None:
-        found: list[spaces_module.Candidate] = await direct(name, **arguments)
+        found: list[spaces_module.Candidate] = await direct(name, similarity_to=dense, **arguments)
         return found
-    return candidates((await client.query_points(name, **arguments)).points)
+    return candidates((await client.query_points(name, **arguments)).points, dense)

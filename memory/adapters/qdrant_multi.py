@@ -15,6 +15,7 @@ a channel's earlier streams.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import TYPE_CHECKING
 
 from memory.adapters import qdrant_collections, qdrant_hybrid
@@ -129,12 +130,14 @@ async def _merged(
     by_id = {str(p.id): p for p in [*dense, *sparse]}
     dense_ids = [str(p.id) for p in dense[:fetch]]
     sparse_ids = [str(p.id) for p in sparse[:fetch]]
+    cosine = {str(p.id): p.score for p in dense}  # a dense search's score is the similarity
     if not sparse_ids:  # no content word, or dense-only collections: cosine as ``search`` gives
-        return qdrant_hybrid.candidates(dense[:fetch])
+        return [dataclasses.replace(c, similarity=c.score)
+                for c in qdrant_hybrid.candidates(dense[:fetch])]  # fmt: skip
     fused = lexical.fuse([dense_ids, *[sparse_ids] * lexical.SPARSE_COPIES])
     ranked = sorted(fused, key=lambda i: (-fused[i], i))[:fetch]
     return [
         spaces_module.Candidate(record=spaces_module.from_payload(by_id[i].payload or {}),
-                                score=fused[i])
+                                score=fused[i], similarity=cosine.get(i))
         for i in ranked
     ]  # fmt: skip

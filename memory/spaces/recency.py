@@ -35,6 +35,7 @@ A re-rank in Python over the fetched candidates, the same on a Qdrant server and
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -204,7 +205,7 @@ def recent_first(
     ]
     scores = [hit.score for hit in ordered]
     return [
-        hit if hit.score == score else records.MemoryHit(record=hit.record, score=score)
+        hit if hit.score == score else dataclasses.replace(hit, score=score)
         for hit, score in zip(reordered, scores, strict=True)
     ]
 

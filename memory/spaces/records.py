@@ -99,3 +99,6 @@ TimeWindow = models.TimeWindow
 class MemoryHit:
     record: MemoryRecord
     score: float
+    #: the cosine of the query's and the memory's dense vectors, where the search read them: the
+    #: absolute relevance that ranks and fused scores do not carry (``recall.relevance``)
+    similarity: float | None = None

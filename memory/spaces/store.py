@@ -36,8 +36,11 @@ Dense cosine similarity over an over-fetched candidate set, then:
 from __future__ import annotations
 
 import hashlib
+import math
+import operator
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -46,7 +49,7 @@ from memory import errors, identity
 from memory.spaces import embedders, lexical, recency, records
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Collection, Sequence
 
     from memory import ports
 
@@ -254,16 +257,30 @@ class Candidate:
     corrected_by: str | None = None
     #: what the stored point keeps of its indexed terms (``recency.read_terms`` reads it)
     terms: Any = None
+    #: the cosine of the query's and the point's dense vectors (``MemoryHit.similarity``)
+    similarity: float | None = None
 
 
-def candidate(payload: Mapping[str, Any], score: float) -> Candidate:
+def candidate(
+    payload: Mapping[str, Any], score: float, similarity: float | None = None
+) -> Candidate:
     """A stored point's payload and search score as a ranking candidate."""
     return Candidate(
         record=from_payload(payload),
         score=score,
         corrected_by=payload.get(CORRECTED_BY_KEY),
         terms=payload.get(TERMS_KEY),
+        similarity=similarity,
     )
+
+
+def similarity(query: Sequence[float], vector: Any) -> float | None:
+    """The cosine of two unit vectors (``vector``: a point's, maybe named); None when absent."""
+    if isinstance(vector, Mapping):
+        vector = vector.get(lexical.DENSE)
+    if not vector or len(vector) != len(query):
+        return None
+    return math.fsum(map(operator.mul, query, vector))
 
 
 def fetch_size(limit: int) -> int:
@@ -304,7 +321,7 @@ def rank(
     (``recent_first`` compares their terms); ``query_terms``: the query's term ids in it, when
     the search made them already.
     """
-    best: dict[str, tuple[records.MemoryRecord, float]] = {}
+    best: dict[str, tuple[records.MemoryRecord, float, float | None]] = {}
     indexed: dict[str, frozenset[int]] = {}
     for candidate in candidates:
         record, score = candidate.record, candidate.score
@@ -317,17 +334,17 @@ def rank(
             record = replacement
         current = best.get(record.id)
         if current is None or score > current[1]:
-            best[record.id] = (record, score)
+            best[record.id] = (record, score, candidate.similarity)
     terms = set(embedders.terms(query)) if lexical_weight else set()
     hits: list[records.MemoryHit] = []
-    for record, dense in best.values():
+    for record, dense, cosine in best.values():
         if kinds is not None and record.kind not in kinds:
             continue
         overlap = lexical_overlap(terms, record.text) if terms else 0.0  # off: nothing tokenized
         score = dense + lexical_weight * overlap
         if record.kind is records.MemoryKind.CORRECTION:
             score += CORRECTION_BOOST
-        hits.append(records.MemoryHit(record=record, score=score))
+        hits.append(records.MemoryHit(record=record, score=score, similarity=cosine))
     return recency.recent_first(
         query, hits, sparse=sparse, indexed=indexed, query_terms=query_terms
     )[:limit]
