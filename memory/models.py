@@ -273,6 +273,9 @@ class PlannedSource:
     #: an episode source for a question about what the bot said ("you recommended…", "remind
     #: me…"): its episodes that hold the bot's reply rank first (``memory.recall.context``)
     bot_words: bool = False
+    #: an open question about the viewer, naming nothing in particular ("what do you remember
+    #: about me?"): every item of theirs is worth showing (``memory.recall.relevance``)
+    broad: bool = False
 
     @property
     def key(self) -> str:
@@ -305,6 +308,7 @@ class Plan:
                     "past": s.past,
                     "stream": s.stream,
                     "bot_words": s.bot_words,
+                    "broad": s.broad,
                 }
                 for s in self.sources
             ],
@@ -432,6 +436,8 @@ class TurnReport:
     barrier: dict[str, Any] | None = None
     #: tool calls and their results during the turn
     tools: list[dict[str, Any]] = field(default_factory=list)
+    #: recalled items the relevance floor left out of the prompt, per source key
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -455,6 +461,7 @@ class TurnReport:
             "reason": self.reason,
             "barrier": self.barrier,
             "tools": self.tools,
+            "dropped": dict(self.dropped),
         }
 
 

@@ -74,6 +74,7 @@ class _EmptyRecall:
     timings_ms: dict[str, float] = dataclasses.field(default_factory=dict)
     degraded: list[models.Degraded] = dataclasses.field(default_factory=list)
     block: str = ""
+    dropped: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 class NoPlanner:
@@ -265,6 +266,7 @@ class TurnPipeline:
         report.plan = self.seams.planner.plan(batch, shown)
         recall = await self.seams.retriever.retrieve(report.plan, batch, shown)
         report.recall = list(recall.items)
+        report.dropped = dict(recall.dropped)
         report.degraded.extend(recall.degraded)
         report.timings_ms.update(recall.timings_ms)
         messages = to_prompt(reduced, recall.block)

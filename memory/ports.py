@@ -145,6 +145,11 @@ class Recall(Protocol):
         """The assembled, sectioned memory block for the prompt ("" when nothing)."""
         ...
 
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Items the relevance floor left out, per source key (``memory.recall.relevance``)."""
+        ...
+
 
 class Retriever(Protocol):
     """Fetches the planned sources in parallel under the budget and assembles the memory block."""

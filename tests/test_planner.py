@@ -626,3 +626,20 @@ def test_of_namesakes_only_the_one_who_chatted_in_this_stream_is_taken() -> None
     assert "3001" in {v.user_id for v in plans.plan(question, []).viewers}
     known.register("3002", "john_b", "John", stream="s1")  # now both did: no guess again
     assert {"3001", "3002"}.isdisjoint(v.user_id for v in plans.plan(question, []).viewers)
+
+
+@pytest.mark.parametrize(
+    ("text", "broad"),
+    [
+        ("@Livememory what do you remember about me?", True),
+        ("Livememory cosa sai di me?", True),
+        ("@Livememory do you remember my hobby?", False),
+        ("ti ricordi dove abito?", False),
+        ("I have a cat", False),  # not a recall request at all
+    ],
+)
+def test_an_open_question_about_oneself_is_broad(text: str, broad: bool) -> None:
+    plan = make_planner().plan(batch(msg("alice", text)), [])
+    assert [s.broad for s in plan.sources if s.viewer == "alice"] == (
+        [broad] * len([s for s in plan.sources if s.viewer == "alice"])
+    )

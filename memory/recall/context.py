@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import models
-from memory.recall import timelabel
+from memory.recall import relevance, timelabel
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -115,6 +115,8 @@ class Assembled:
     items: list[models.RecallItem] = field(default_factory=list)
     block: str = ""
     tokens_estimate: int = 0
+    #: items the relevance floor left out, per source key
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 def _history_view(history: Sequence[models.HistoryItem]) -> tuple[set[str], str]:
@@ -176,11 +178,11 @@ def _line(item: models.RecallItem, clock: timelabel.ChatClock | None = None) -> 
 
 def _profile_scores(outcomes: Sequence[SourceOutcome], norms: _Norms) -> list[models.RecallItem]:
     """Every item, profile facts re-scored by relevance (see the module docstring)."""
-    hits: dict[str | None, list[tuple[str, str, float]]] = {}
+    hits: dict[str | None, list[tuple[str, str, models.RecallItem]]] = {}
     for outcome in outcomes:
         if outcome.source.kind == "recall":
             for hit in outcome.items:
-                hits.setdefault(hit.viewer, []).append((hit.memory_id, norms[hit.text], hit.score))
+                hits.setdefault(hit.viewer, []).append((hit.memory_id, norms[hit.text], hit))
     items: list[models.RecallItem] = []
     for outcome in outcomes:
         if outcome.source.bot_words:  # asked what the bot said: episodes with its reply first
@@ -201,18 +203,22 @@ def _profile_scores(outcomes: Sequence[SourceOutcome], norms: _Norms) -> list[mo
             items.extend(outcome.items)
             continue
         for item in outcome.items:
+            norm = norms[item.text]
+            matched = [
+                hit
+                for memory_id, text, hit in hits.get(item.viewer, ())
+                if memory_id == item.memory_id or _overlaps(norm, text)
+            ]
+            # as relevant as the hit it repeats (none: it answers nothing the batch asked)
+            best = max(matched, key=lambda hit: hit.score) if matched else None
+            similarity = best.similarity if best is not None else None
             if outcome.source.explicit:
                 score = EXPLICIT_PROFILE + item.score
+            elif best is not None:  # just above that hit, so the profile's wording is kept
+                score = best.score + 1e-6
             else:
-                norm = norms[item.text]
-                matched = [
-                    s
-                    for memory_id, text, s in hits.get(item.viewer, ())
-                    if memory_id == item.memory_id or _overlaps(norm, text)
-                ]
-                # just above the hit it repeats, so the profile's wording is the one kept
-                score = max(matched) + 1e-6 if matched else UNMATCHED_PROFILE + item.score / 100
-            items.append(dataclasses.replace(item, score=score))
+                score = UNMATCHED_PROFILE + item.score / 100
+            items.append(dataclasses.replace(item, score=score, similarity=similarity))
     return items
 
 
@@ -328,11 +334,19 @@ def assemble(
     token_budget: int,
     dedupe: bool = True,
     clock: timelabel.ChatClock | None = None,
+    floor: relevance.Floor | None = None,
 ) -> Assembled:
     """Build the memory block from the sources' outcomes (see the module docstring); ``clock``:
-    the turn's chat time and stream, which every memory line's time label is relative to."""
+    the turn's chat time and stream, which every memory line's time label is relative to;
+    ``floor``: the relevance floor items must pass (``memory.recall.relevance``)."""
     notices = _notices(outcomes)
-    candidates = _select(outcomes, history, dedupe=dedupe)
+    open_viewers = {o.source.viewer for o in outcomes if o.source.broad and o.source.viewer}
+    candidates, dropped = relevance.keep(
+        _select(outcomes, history, dedupe=dedupe),
+        floor,
+        open_viewers=open_viewers,
+        uncapped={o.source.kind for o in outcomes if o.source.bot_words},
+    )
     used = _cost(RULE_LINE) + sum(
         _cost(_title(kind)) + sum(_cost(line) for line in lines) for kind, lines in notices.items()
     )
@@ -351,11 +365,13 @@ def assemble(
         kinds_used.add(section)
         chosen.append(item)
     if not chosen and not notices:
-        return Assembled()
+        return Assembled(dropped=dropped)
     # asked what the bot said: the episodes (holding its replies) come before the viewer section
     first = EPISODIC if any(o.source.bot_words for o in outcomes) else frozenset()
     ordered, block = _render(chosen, notices, lines, first=first)
-    return Assembled(items=ordered, block=block, tokens_estimate=models.estimate_tokens(block))
+    return Assembled(
+        items=ordered, block=block, tokens_estimate=models.estimate_tokens(block), dropped=dropped
+    )
 
 
 def _cost(line: str) -> int:

@@ -352,6 +352,8 @@ class Planner:
                 user_id=candidate.user_id,
                 query=query,
                 explicit=explicit,
+                broad=explicit
+                and not content_terms(context.normalize(query), exclude=self.bot_words),
             )
 
         if candidate.texts and candidate.questions_elsewhere >= len(candidate.texts):

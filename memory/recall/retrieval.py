@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from memory import models, outage
 from memory.recall import cache as cache_module
-from memory.recall import context, earlier, sources, timelabel
+from memory.recall import context, earlier, relevance, sources, timelabel
 from memory.spaces import records
 
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     degraded: list[models.Degraded] = field(default_factory=list)
     block: str = ""
+    #: items the relevance floor left out, per source key
+    dropped: dict[str, int] = field(default_factory=dict)
     #: every source's outcome, in plan order (items before assembly)
     outcomes: list[context.SourceOutcome] = field(default_factory=list)
 
@@ -115,8 +117,11 @@ class Retriever:
         registry: sources.SourceRegistry,
         cache: ports.Cache,
         metrics: metrics_module.MemoryMetrics | None = None,
+        floor: relevance.Floor | None = None,
     ) -> None:
         self.registry = registry
+        #: which items are worth their tokens (None: every item the budget holds)
+        self.floor = floor
         self.cache = cache
         self.metrics = metrics
         self.budget_s = settings.memory.budget_ms / 1000
@@ -176,8 +181,10 @@ class Retriever:
             token_budget=self.token_budget,
             dedupe=self.dedupe,
             clock=timelabel.ChatClock.of_batch(batch) if batch.events else None,
+            floor=self.floor,
         )
         result.items, result.block = assembled.items, assembled.block
+        result.dropped = assembled.dropped
         result.timings_ms["memory_total"] = (time.perf_counter() - started) * 1000
         return result
 
@@ -356,4 +363,5 @@ def build_retriever(
         registry.register(
             earlier.KIND, fetch, ttl_seconds=settings.memory.episodic_ttl_seconds, scope="stream"
         )
-    return Retriever(settings, registry=registry, cache=cache, metrics=metrics)
+    floor = relevance.floor_for(spaces.embedder_name) if settings.memory.relevance_floor else None
+    return Retriever(settings, registry=registry, cache=cache, metrics=metrics, floor=floor)

@@ -1,0 +1,117 @@
+"""Choose the relevance floor of an embedder (``memory.recall.relevance``) on development data.
+
+Replays a case once with the floor off (the turn reports keep every item the token budget held,
+each with its similarity to the query), then applies each floor of a grid to those reports and
+scores them as ``python -m memory.eval`` does: recall@5, the share of prompt items that cover no
+evidence, memory items per probe. The replay is kept in ``--cache`` so a second grid costs
+seconds. Applying the floor afterwards leaves out one effect: the tokens a dropped item frees are
+not given to an item the budget had cut; the floor only removes, so the figures are a lower
+bound of what the live floor gives.
+
+    PYTHONPATH=. .venv/bin/python scripts/calibrate_floor.py --source synthetic --embedder e5
+    PYTHONPATH=. .venv/bin/python scripts/calibrate_floor.py --source locomo --half dev \\
+        --embedder e5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import itertools
+import pickle
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.eval import default_data_dir, harness, suite
+from memory.recall import context, planner, relevance
+
+if TYPE_CHECKING:
+    from memory import models
+
+
+def case_for(args: argparse.Namespace) -> harness.Case:
+    sizes = suite.FULL
+    if args.source == "synthetic":
+        return suite.synthetic_case(sizes, seed=args.seed)
+    if args.source == "locomo":
+        sizes = dataclasses.replace(sizes, **suite.LOCOMO_HALVES[args.half])
+    return suite.build_case(args.source, args.data_dir, sizes)
+
+
+async def replay(case: harness.Case, embedder: str) -> list[models.TurnReport]:
+    return await harness.run_full_isolated(
+        case, overrides={"memory": {"relevance_floor": False}}, embedder=embedder
+    )
+
+
+def floored(
+    reports: list[models.TurnReport], floor: relevance.Floor | None
+) -> list[models.TurnReport]:
+    out = []
+    for report in reports:
+        explicit = {s.viewer for s in report.plan.sources if broad(s) and s.viewer}
+        uncapped = {s.kind for s in report.plan.sources if s.bot_words}
+        kept, _ = relevance.keep(report.recall, floor, open_viewers=explicit, uncapped=uncapped)
+        out.append(dataclasses.replace(report, recall=kept))
+    return out
+
+
+def broad(source: models.PlannedSource) -> bool:
+    """``PlannedSource.broad``, also for reports replayed before the planner set it."""
+    bot = {context.normalize(harness.BOT_NAME)}
+    return source.explicit and not planner.content_terms(
+        context.normalize(source.query), exclude=bot
+    )
+
+
+def figures(case: harness.Case, reports: list[models.TurnReport]) -> dict[str, Any]:
+    metrics = harness.score(case, reports, config="full").metrics
+    probes = {m for p in case.probes for m in [p.message_id]}
+    asked = [r for r in reports if probes & set(r.message_ids)]
+    items = sum(len(r.recall) for r in asked) / max(len(asked), 1)
+    return {
+        "R@5": metrics["recall@5"],
+        "R@10": metrics["recall@10"],
+        "irrelevant": metrics["irrelevant_share"]["value"],
+        "items/probe": items,
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--source", choices=("synthetic", "locomo"), default="synthetic")
+    p.add_argument("--half", choices=tuple(suite.LOCOMO_HALVES), default="dev")
+    p.add_argument("--seed", type=int, default=suite.SEED)
+    p.add_argument("--embedder", default="e5")
+    p.add_argument("--data-dir", type=Path, default=default_data_dir())
+    p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
+    p.add_argument("--absolute", default="0.70,0.75,0.78,0.80,0.82")
+    p.add_argument("--gap", default="0.02,0.03,0.04,0.06,0.08,1.0")
+    p.add_argument("--stream-wide", default="10", help="caps of a stream-wide source's items")
+    args = p.parse_args()
+    case = case_for(args)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    stored = args.cache / f"{args.source}-{args.half}-{args.seed}-{args.embedder}.pickle"
+    if stored.is_file():
+        reports = pickle.loads(stored.read_bytes())
+    else:
+        reports = asyncio.run(replay(case, args.embedder))
+        stored.write_bytes(pickle.dumps(reports))
+    print(f"{case.name}, {args.embedder}: {len(reports)} turns, {len(case.probes)} probes")
+    print("no floor:", figures(case, reports))
+    grid = itertools.product(
+        [float(x) for x in args.absolute.split(",")],
+        [float(x) for x in args.gap.split(",")],
+        [int(x) for x in args.stream_wide.split(",")],
+    )
+    for absolute, gap, cap in grid:
+        floor = relevance.Floor(absolute=absolute, gap=gap, stream_wide=cap)
+        shown = figures(case, floored(reports, floor))
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap}: " + "  ".join(
+            f"{k} {v:.3f}" for k, v in shown.items()
+        ))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The relevance floor of context assembly (``memory.recall.relevance``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory import models
+from memory.recall import context, relevance
+
+FLOOR = relevance.Floor(absolute=0.70, gap=0.02, stream_wide=1)
+
+
+def item(source: str, text: str, similarity: float | None, **more: Any) -> models.RecallItem:
+    viewer = more.pop("viewer", "alice" if source in ("profile", "recall") else None)
+    return models.RecallItem(
+        source=source,
+        space=f"viewer:{viewer}" if viewer else source,
+        viewer=viewer,
+        memory_id=text,
+        text=text,
+        origin_message_ids=(text,),
+        score=similarity or 0.0,
+        similarity=similarity,
+        **more,
+    )
+
+
+def test_items_far_from_the_best_of_their_viewer_are_left_out() -> None:
+    items = [
+        item("recall", "my dog Biscuit chews my slippers", 0.86),
+        item("recall", "my biggest pet peeve is loud chewing", 0.85),
+        item("recall", "I'm a nurse", 0.79),
+        item("recall", "bob's cat", 0.78, viewer="bob"),  # bob's own best: kept
+    ]
+    kept, dropped = relevance.keep(items, FLOOR)
+    assert [i.text for i in kept] == [items[0].text, items[1].text, "bob's cat"]
+    assert dropped == {"recall:alice": 1}
+
+
+def test_nothing_under_the_absolute_floor_even_as_the_best() -> None:
+    kept, dropped = relevance.keep([item("recall", "lol", 0.65)], FLOOR)
+    assert kept == [] and dropped == {"recall:alice": 1}
+
+
+def test_a_stream_wide_source_shows_its_best_item_only() -> None:
+    episodes = [item("episodic", "bob: new job!", 0.88), item("episodic", "judy: a job", 0.875)]
+    kept, dropped = relevance.keep(episodes, FLOOR)
+    assert [i.text for i in kept] == ["bob: new job!"] and dropped == {"episodic": 1}
+    kept, _ = relevance.keep(episodes, FLOOR, uncapped={"episodic"})
+    assert len(kept) == 2  # asked what the bot said: its replies are the answer
+
+
+def test_state_open_questions_and_unsearched_items() -> None:
+    items = [
+        item("state", "alice and bob are a duo", None),
+        item("profile", "I live in Rome", None),  # no hit repeats it: answers nothing asked
+        item("recall", "I'm a nurse", 0.80),
+        item("profile", "I play bass", None, viewer="carol"),
+        item("lore", "Mnemo fears magnets", None),  # a search that read no vectors
+    ]
+    kept, dropped = relevance.keep(items, FLOOR, open_viewers={"carol"})
+    assert [i.text for i in kept] == [items[0].text, items[2].text, items[3].text, items[4].text]
+    assert dropped == {"profile:alice": 1}
+
+
+def test_no_floor_keeps_everything() -> None:
+    items = [item("recall", "a", 0.1), item("profile", "b", None)]
+    assert relevance.keep(items, None) == (items, {})
+    assert relevance.floor_for("offline-hash-v1:384") is None
+    assert relevance.floor_for("e5-small-q4-v1:384") == relevance.FLOORS["e5-small-q4-v1"]
+
+
+def source(kind: str, **more: Any) -> models.PlannedSource:
+    return models.PlannedSource(kind=kind, viewer="alice", user_id="1001", **more)
+
+
+def test_assembly_gives_a_profile_fact_the_similarity_of_the_hit_it_repeats() -> None:
+    outcomes = [
+        context.SourceOutcome(
+            source=source("profile", query="does she have any animals"),
+            items=(
+                item("profile", "my dog Biscuit chews my slippers", None),
+                item("profile", "I work nights at the hospital", None),
+            ),
+        ),
+        context.SourceOutcome(
+            source=source("recall", query="does she have any animals"),
+            items=(item("recall", "my dog Biscuit chews my slippers", 0.86),),
+        ),
+    ]
+    assembled = context.assemble(outcomes, [], token_budget=800, floor=FLOOR)
+    assert [(i.source, i.text, i.similarity) for i in assembled.items] == [
+        ("profile", "my dog Biscuit chews my slippers", 0.86)
+    ]
+    assert assembled.dropped == {"profile:alice": 1}
+    assert "I work nights" not in assembled.block
+
+
+def test_an_open_question_keeps_the_whole_profile() -> None:
+    facts = (item("profile", "I live in Rome", None), item("profile", "I play bass", None))
+    outcomes = [
+        context.SourceOutcome(
+            source=source("profile", query="what do you remember about me", explicit=True,
+                          broad=True),
+            items=facts,
+        )
+    ]  # fmt: skip
+    assembled = context.assemble(outcomes, [], token_budget=800, floor=FLOOR)
+    assert [i.text for i in assembled.items] == ["I live in Rome", "I play bass"]
+    assert assembled.dropped == {}
