@@ -428,6 +428,14 @@ class QdrantSpaces:
 
         return await self._read(space, "count", count, 0)
 
+    async def stored(self) -> int:
+        """How many points the memory collections hold (every space, superseded ones too)."""
+        total = 0
+        for name in await self._collections.managed():
+            with self._skip_gone(name), qdrant_collections.wrap_errors("count"):
+                total += (await self.client.count(name, exact=True)).count
+        return total
+
     async def spaces(self) -> builtins.list[str]:
         found: set[str] = set()
         for name in await self._collections.managed():
@@ -564,4 +572,6 @@ async def open_spaces(
         return await QdrantSpaces.open(settings, embedder, location=location, client=client)
     except errors.EmbedderMismatch as mismatch:
         kept = await embedders.keep_recorded(settings, embedder, mismatch)
-    return await QdrantSpaces.open(settings, kept, location=location, client=client)
+    spaces = await QdrantSpaces.open(settings, kept, location=location, client=client)
+    embedders.upgrade_note(embedder.name, await spaces.stored())
+    return spaces

