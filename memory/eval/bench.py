@@ -148,15 +148,23 @@ async def latency_matrix(*, quick: bool, queries: int = 50) -> list[dict[str, An
     return rows
 
 
-async def consolidation_throughput(*, viewers: int = 20, filler: int = 300) -> dict[str, Any]:
-    """Replay a synthetic stream without consolidating, then time the consolidation of every turn."""
+async def consolidation_throughput(
+    *,
+    viewers: int = 20,
+    filler: int = 300,
+    embedder: str = harness.DEFAULT_EMBEDDER,
+    concurrency: int = 1,
+) -> dict[str, Any]:
+    """Replay a synthetic stream without consolidating, then time the consolidation of every turn
+    (``concurrency`` jobs at a time, as that many workers would)."""
     from memory import runtime as services_module
     from memory import session
 
     stream = synthetic.generate(seed=3, viewers=viewers, filler=filler)
     chat = [e for e in stream.events if not e.text.startswith("!")]
     with harness.temporary_data_dir("livememory-bench-") as tmp:
-        settings = harness.eval_settings(tmp)
+        overrides = {"worker": {"concurrency": concurrency}}
+        settings = harness.eval_settings(tmp, overrides=overrides, embedder=embedder)
 
         async def deliver(report: models.TurnReport) -> None:
             return None
@@ -177,7 +185,12 @@ async def consolidation_throughput(*, viewers: int = 20, filler: int = 300) -> d
 
 
 async def replay_throughput(
-    data_dir: Path, *, hours: int = 1, speedup: float = 10.0, limit: int | None = None
+    data_dir: Path,
+    *,
+    hours: int = 1,
+    speedup: float = 10.0,
+    limit: int | None = None,
+    embedder: str = harness.DEFAULT_EMBEDDER,
 ) -> list[dict[str, Any]]:
     """Replay the busiest IRC hours paced at ``speedup`` × real time; per-stage timings and lag."""
     nicks = irc.Nicks()
@@ -189,12 +202,15 @@ async def replay_throughput(
     for hour in irc.busiest_hours(streams, hours):
         events = irc.window(by_stream[hour.stream], hour.start)[:limit]
         out.append(
-            await _paced(events, speedup) | {"stream": hour.stream, "start": hour.start.isoformat()}
+            await _paced(events, speedup, embedder)
+            | {"stream": hour.stream, "start": hour.start.isoformat()}
         )
     return out
 
 
-async def _paced(events: Sequence[models.ChatEvent], speedup: float) -> dict[str, Any]:
+async def _paced(
+    events: Sequence[models.ChatEvent], speedup: float, embedder: str = harness.DEFAULT_EMBEDDER
+) -> dict[str, Any]:
     from memory import runtime as services_module
     from memory import session
 
@@ -224,7 +240,7 @@ async def _paced(events: Sequence[models.ChatEvent], speedup: float) -> dict[str
 
     lags: list[float] = []
     with harness.temporary_data_dir("livememory-bench-") as tmp:
-        settings = harness.eval_settings(tmp)
+        settings = harness.eval_settings(tmp, embedder=embedder)
         async with services_module.lifespan(settings, no_llm=True) as services:
             runner = Timed(services, deliver, commands=services.commands)
             first, wall = events[0].ts, time.perf_counter()

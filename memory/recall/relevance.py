@@ -47,7 +47,7 @@ class Floor:
 
 #: by embedder name, without its ``:dim`` suffix
 FLOORS: dict[str, Floor] = {
-    "e5-small-q4-v1": Floor(absolute=0.70, gap=0.02, stream_wide=1),
+    "e5-small-q4-v1": Floor(absolute=0.70, gap=0.04, stream_wide=1),
 }
 #: sources whose items are about one viewer (grouped by viewer)
 VIEWER_SOURCES = frozenset({"profile", "recall", "state"})
