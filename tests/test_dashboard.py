@@ -2,8 +2,9 @@
 
 The browser test drives Debian's Chromium through Playwright: a moderator signs in, finds a viewer,
 forgets a memory, and the memory is then gone from recall; then makes the bot quiet in a stream and
-edits the lore (a diff of the entries, then confirm). It saves a screenshot of each page (into
-``docs/dashboard/`` with ``LIVEMEMORY_SCREENSHOTS=docs/dashboard``). The HTTP tests check the guard: no session, a stranger, a form without its
+edits the lore (a diff of the entries, then confirm). It saves a screenshot of each page but the
+turns, which ``test_dashboard_turns`` makes from a real console (into ``docs/dashboard/`` with
+``LIVEMEMORY_SCREENSHOTS=docs/dashboard``). The HTTP tests check the guard: no session, a stranger, a form without its
 CSRF token.
 """
 
@@ -237,7 +238,7 @@ async def test_a_moderator_forgets_a_memory_in_a_real_browser(
             for name in ("turns", "jobs"):
                 await page.goto(f"{base}/{name}")
                 assert await page.title() == f"{name} · livememory"
-                await shot(name)
+            await shot("jobs")  # turns.png: from a real console (``test_dashboard_turns``)
 
             await page.goto(f"{base}/streams")
             s1 = page.get_by_role("row").filter(has_text="s1")

@@ -17,7 +17,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from bot.web import auth, lore_edit, pages
+from bot.web import auth, lore_edit, pages, turns
 from bot.web import site as site_module
 
 if TYPE_CHECKING:
@@ -126,7 +126,8 @@ def create_app(
         Route("/lore", signed_in(pages.lore_page), methods=["GET", "POST"]),
         Route("/lore/preview", signed_in(lore_edit.preview), methods=["POST"]),
         Route("/lore/replace", signed_in(lore_edit.replace), methods=["POST"]),
-        Route("/turns", signed_in(pages.turns)),
+        Route("/turns", signed_in(turns.turn_list)),
+        Route("/turns/{turn_id}", signed_in(turns.turn_page)),
         Route("/jobs", signed_in(pages.jobs)),
         Route("/jobs/{job_id:int}/retry", signed_in(pages.jobs), methods=["POST"]),
         Route("/streams", signed_in(pages.streams)),

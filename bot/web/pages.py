@@ -1,6 +1,6 @@
 """The dashboard's pages: viewers, one viewer (forget / correct), lore (reload with its diff),
-recent turns, the job queue (retry), streams (pause / resume, quiet / unquiet). Editing the lore in
-the browser: ``bot.web.lore_edit``.
+the job queue (retry), streams (pause / resume, quiet / unquiet). Editing the lore in the browser:
+``bot.web.lore_edit``; the turns: ``bot.web.turns``.
 
 Every change goes through the same operations as ``python -m memory.admin`` (audit row with
 ``web:<login>``, tombstones, cache invalidation) and is a POST carrying the session's CSRF token,
@@ -9,12 +9,12 @@ after a confirmation page.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette import responses
 from starlette.exceptions import HTTPException
 
+from bot.web import turns
 from memory import errors, identity, reply, sql
 from memory.adapters import postgres
 from memory.consolidate import queue_status
@@ -51,6 +51,7 @@ async def viewer(request: Request) -> responses.Response:
         )
         state = await site.services.db.pool.fetch(sql.queries["web_viewer_state"], found.user_id)
     by_id = {m["id"]: m for m in messages}
+    used = [m["id"] for m in held["memories"]] + [e["id"] for e in held["episodes"]]
     return site.render(
         request,
         "viewer.html",
@@ -60,6 +61,7 @@ async def viewer(request: Request) -> responses.Response:
         profile=held["profile"],
         episodes=held["episodes"],
         state=state,
+        recalled_in=await turns.recalled_in(site.services.db, used),
         done=request.query_params.get("done"),
     )
 
@@ -103,19 +105,6 @@ async def lore_page(request: Request) -> responses.Response:
         files=lore.files(directory),
         loaded=request.query_params.get("loaded"),
     )
-
-
-async def turns(request: Request) -> responses.Response:
-    site = _site(request)
-    stream = request.query_params.get("stream") or None
-    with postgres.wrap_errors("read turns"):
-        rows = await site.services.db.pool.fetch(sql.queries["web_recent_turns"], 50, stream)
-    shown = [{**dict(r), "report": _json(r["report"])} for r in rows]
-    return site.render(request, "turns.html", turns=shown, stream=stream or "")
-
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value or {}
 
 
 async def jobs(request: Request) -> responses.Response:

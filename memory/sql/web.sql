@@ -16,3 +16,24 @@ SELECT 'note', text, NULL, created_at FROM state_notes WHERE user_id = $1
 UNION ALL
 SELECT 'inside joke', text, NULL, updated_at FROM state_inside_jokes WHERE $1 = ANY(user_ids)
 ORDER BY at DESC LIMIT 50;
+
+-- web_turn --
+-- description: one turn with its report ($1 turn id)
+SELECT id, stream, message_ids, created_at, status::text AS status, reply, error, timings, report
+FROM turns_with_status
+WHERE id = $1;
+
+-- web_viewer_ids --
+-- description: the user ids of these normalized logins ($1 logins)
+SELECT login, user_id FROM viewers WHERE login = ANY($1::text[]);
+
+-- web_memory_turns --
+-- description: the newest turns whose recall carried each memory, newest first ($1 memory ids, $2 turns per memory)
+SELECT m.id AS memory_id, t.turn_id, t.finished_at
+FROM unnest($1::text[]) AS m(id)
+CROSS JOIN LATERAL (
+    SELECT o.turn_id, o.finished_at FROM turn_outcomes o
+    WHERE o.report -> 'recall' @> jsonb_build_array(jsonb_build_object('memory_id', m.id))
+    ORDER BY o.finished_at DESC LIMIT $2
+) AS t
+ORDER BY m.id, t.finished_at DESC;
