@@ -173,6 +173,8 @@ def test_score_a_case() -> None:
     assert m["recall@5"] == 1.0
     assert m["misattribution"] == {"value": 0.5, "hits": 1, "total": 2}
     assert m["irrelevant_share"]["hits"] == 1
+    assert m["items_per_prompt"] == 1.5  # the probe turns' prompts: two items, then one
+    assert m["tokens_per_prompt"] is not None and m["tokens_per_prompt"] > 0
     assert m["target_planned"] == {"value": 1.0, "hits": 1, "total": 1}
     assert result.recall_by_kind["lore"][1] == 1.0
     assert m["latency_ms"]["p50"] == 5.0

@@ -36,6 +36,7 @@ from memory.eval import (
     locomo,
     longmemeval,
     longmemeval_run,
+    regulars,
     report,
     suite,
 )
@@ -54,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sources",
         default=",".join(suite.SOURCES),
-        help="comma-separated: synthetic,locomo,irc (default), longmemeval",
+        help="comma-separated: synthetic,locomo,irc (default), regulars, longmemeval",
     )
     p.add_argument(
         "--system", choices=("full", "naive"), default="full", help="quality: the system evaluated"
@@ -99,6 +100,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="LongMemEval: this data file (same layout) instead of "
         f"<data dir>/{longmemeval.RELATIVE_PATH}",
+    )
+    p.add_argument(
+        "--longmemeval-half",
+        choices=longmemeval.HALVES,
+        default=None,
+        help="LongMemEval: only one half of the development part, by a stable hash of the "
+        "question id (tune: to choose on; report: to report on); every run prints both halves "
+        "and the whole of what it replayed",
     )
     p.add_argument(
         "--jobs",
@@ -156,6 +165,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--longmemeval-first {args.longmemeval_first}")
     if args.longmemeval_types:
         parts.append(f"--longmemeval-types {args.longmemeval_types}")
+    if args.longmemeval_half:
+        parts.append(f"--longmemeval-half {args.longmemeval_half}")
     if args.jobs != 1:
         parts.append(f"--jobs {args.jobs}")
     if args.command == "report" and args.no_bench:
@@ -199,7 +210,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         return EXIT_OK
     baseline = suite.load_baseline()
     failures = suite.gate(results, baseline)
-    for line in failures:
+    for line in failures + suite.reported(results):
         print(line)
     if not failures and baseline is None:
         print("GATE OK: synthetic misattribution 0; recall@5 NOT gated (no baseline.json recorded)")
@@ -219,8 +230,9 @@ def _lme_options(args: argparse.Namespace) -> longmemeval_run.Options | None:
         print(f"error: unknown LongMemEval type(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return None
     return longmemeval_run.Options(
-        first=args.longmemeval_first, types=types, path=args.longmemeval_file, jobs=args.jobs
-    )
+        first=args.longmemeval_first, types=types, path=args.longmemeval_file, jobs=args.jobs,
+        half=args.longmemeval_half,
+    )  # fmt: skip
 
 
 def print_breakdowns(results: list[harness.Result]) -> None:
@@ -234,9 +246,17 @@ def print_breakdowns(results: list[harness.Result]) -> None:
     if rows:
         print("\nLoCoMo per category:")
         print(report.table(["config", "category", "R@1", "R@5", "R@10"], rows))
+    if any(r.case == regulars.CASE for r in results):
+        print(
+            "\nRegulars channel per category and per half (answer in the top 3, a distractor "
+            "above the answer):"
+        )
+        print(regulars.table(results))
     if any(r.case == longmemeval_run.CASE for r in results):
         print("\nLongMemEval per question type (turn-level any/all, session-level all):")
         print(longmemeval_run.type_table(results))
+        print("\nLongMemEval per half of the development part (tune / report) and the whole:")
+        print(longmemeval_run.half_table(results))
         full = next(r for r in results if r.case == longmemeval_run.CASE and r.config == "full")
         keys = ("messages", "replies", "replies_given", "turns_without_reply", "misattribution",
                 "evidence_kept", "load_seconds", "replay_seconds", "wall_seconds")  # fmt: skip

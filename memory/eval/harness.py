@@ -63,6 +63,12 @@ class Case:
     #: messages that must never become a personal memory of their author: chat noise, and claims
     #: about another viewer (synthetic gold)
     noise_ids: frozenset[str] = frozenset()
+    #: stream → the corpus the peers rank for a probe of it (``memory.eval.peers``): a channel
+    #: whose questions come streams after the statements is one corpus; default: each stream
+    corpora: Mapping[str, str] = field(default_factory=dict)
+
+    def corpus_of(self, stream: str) -> str:
+        return self.corpora.get(stream, stream)
 
 
 def from_synthetic(stream: synthetic.SyntheticStream) -> Case:
@@ -265,6 +271,9 @@ class Result:
     recall_curve: dict[int, float | None]
     #: probe kind → k → mean recall@k
     recall_by_kind: dict[str, dict[int, float | None]]
+    #: probe message id → the items that could answer it, in prompt order (each as the ids it
+    #: covers); for per-question scores of a source (not in the JSON: the per-question figures are)
+    rankings: dict[str, list[frozenset[str]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -360,13 +369,7 @@ def _probe_scores(case: Case, reports: Sequence[models.TurnReport]) -> dict[str,
         }
         for kind in kinds
     }
-    relevant: dict[str, set[str]] = {}
-    for probe, report, _ in per_probe:
-        relevant.setdefault(report.turn_id, set()).update(probe.evidence_ids)
-    irrelevant = metrics.Ratio(hits=0, total=0)
-    for report in {r.turn_id: r for _, r, _ in per_probe}.values():
-        items = [item_ids(i, case.lore) for i in report.recall]
-        irrelevant += metrics.irrelevant_share(items, relevant[report.turn_id])
+    load = prompt_load(case, reports, per_probe)
     episodic = metrics.episodic_recall(
         (
             p.evidence_ids,
@@ -392,10 +395,35 @@ def _probe_scores(case: Case, reports: Sequence[models.TurnReport]) -> dict[str,
         "precision@5": metrics.mean(
             metrics.precision_at_k(r, p.evidence_ids, 5) for p, _, r in per_probe
         ),
-        "irrelevant": irrelevant,
+        "load": load,
+        "rankings": {p.message_id: r for p, _, r in per_probe},
         "episodic": episodic,
         "target_planned": planned,
     }
+
+
+def prompt_load(
+    case: Case,
+    reports: Sequence[models.TurnReport],
+    per_probe: Sequence[tuple[Probe, models.TurnReport, list[frozenset[str]]]],
+) -> metrics.PromptLoad:
+    """The memory items of each probe turn's prompt (every item of the memory block, lore
+    included), against the evidence of the turn's probes; every turn's when the case has no
+    probes (then nothing is relevant and the irrelevant share is not scored)."""
+    relevant: dict[str, set[str]] = {}
+    for probe, report, _ in per_probe:
+        relevant.setdefault(report.turn_id, set()).update(probe.evidence_ids)
+    turns = (
+        {r.turn_id: r for _, r, _ in per_probe} if case.probes else {r.turn_id: r for r in reports}
+    )
+    load = metrics.prompt_load(
+        ([item_ids(i, case.lore) for i in turn.recall], relevant.get(turn.turn_id, ()),
+         [i.text for i in turn.recall])
+        for turn in turns.values()
+    )  # fmt: skip
+    if case.probes:
+        return load
+    return dataclasses.replace(load, irrelevant=metrics.Ratio(hits=0, total=0))
 
 
 def _out_of_history(probe: Probe, report: models.TurnReport, position: Mapping[str, int]) -> bool:
@@ -431,7 +459,9 @@ def score(
         **{f"recall@{k}": v for k, v in probes["curve"].items()},
         "precision@5": probes["precision@5"],
         "misattribution": ratio(misattributed),
-        "irrelevant_share": ratio(probes["irrelevant"]),
+        "irrelevant_share": ratio(probes["load"].irrelevant),
+        "items_per_prompt": probes["load"].items_per_prompt,
+        "tokens_per_prompt": probes["load"].tokens_per_prompt,
         "episodic_recall": ratio(probes["episodic"]),
         "target_planned": ratio(probes["target_planned"]),
         "latency_ms": latency.to_json(),
@@ -452,4 +482,5 @@ def score(
         latencies_ms=latencies,
         recall_curve=probes["curve"],
         recall_by_kind=probes["by_kind"],
+        rankings=probes["rankings"],
     )

@@ -77,6 +77,8 @@ class Options:
     path: Path | None = None
     #: chunks of channels replayed at once, each in a process of its own
     jobs: int = 1
+    #: only this half of the development part (``longmemeval.HALVES``; None: both)
+    half: str | None = None
 
     def file(self, data_dir: Path) -> Path:
         return self.path or data_dir / longmemeval.RELATIVE_PATH
@@ -227,8 +229,9 @@ async def evaluate(
     """The system's scores, then its peers' on the same questions; and the peers skipped."""
     started = time.perf_counter()
     channels = longmemeval.load(
-        data_dir, first=options.first, types=options.types or None, path=options.path
-    )
+        data_dir, first=options.first, types=options.types or None, path=options.path,
+        half=options.half,
+    )  # fmt: skip
     loaded = time.perf_counter() - started
     replaying = asyncio.ensure_future(
         replay_isolated(channels, embedder=embedder, jobs=options.jobs)
@@ -246,8 +249,13 @@ async def evaluate(
              "recall_items_per_turn": metrics.mean(len(t.recall) for t in turns.values()),
              "evidence_kept": evidence_kept(channels)}  # fmt: skip
     details = {qid: {"sources": [i.source for i in turn.recall]} for qid, turn in turns.items()}
-    results = [score(channels, rankings, config="full", extra=extra, details=details)]
-    results += [score(channels, ranked, config=name) for name, ranked in found.items()]
+    texts = {qid: [i.text for i in turn.recall] for qid, turn in turns.items()}
+    results = [score(channels, rankings, config="full", extra=extra, details=details, texts=texts)]
+    for name, ranked in found.items():
+        top = {qid: r[: peers.PROMPT_ITEMS] for qid, r in ranked.items()}
+        shown = {c.question_id: [c.texts[t] for ids in top.get(c.question_id, ()) for t in ids]
+                 for c in channels}  # fmt: skip
+        results.append(score(channels, ranked, config=name, prompts=top, texts=shown))
     return results, skipped
 
 
@@ -325,10 +333,32 @@ def question_scores(channel: longmemeval.Channel, ranking: Ranking) -> dict[str,
         out[f"turn_all@{k}"] = metrics.recall_all_at_k(ranking, turns, k)
         out[f"session_all@{k}"] = metrics.recall_all_at_k(sessions, channel.answer_session_ids, k)
         out[f"recall@{k}"] = metrics.recall_at_k(ranking, turns, k)
+    out["precision@5"] = metrics.precision_at_k(ranking, turns, 5)
     if channel.question_type == "knowledge-update":
         dates = {e.id: e.date for e in channel.evidence}
         out["freshness@5"] = metrics.freshness_at_k(ranking, dates, 5)
     return out
+
+
+def prompt_figures(
+    channels: Sequence[longmemeval.Channel],
+    prompts: Mapping[str, Ranking],
+    texts: Mapping[str, Sequence[str]],
+) -> dict[str, Any]:
+    """Irrelevant share, items and tokens per prompt over ``channels``' questions: ``prompts``,
+    question id → the items of its prompt (the system's: every recall item; a peer's: its first
+    ``peers.PROMPT_ITEMS``); ``texts``, question id → those items' texts."""
+    load = metrics.prompt_load(
+        (prompts[c.question_id], [e.id for e in c.evidence], texts.get(c.question_id, ()))
+        for c in channels
+        if c.question_id in prompts
+    )
+    share = load.irrelevant
+    return {
+        "irrelevant_share": {"value": share.value, "hits": share.hits, "total": share.total},
+        "items_per_prompt": load.items_per_prompt,
+        "tokens_per_prompt": load.tokens_per_prompt,
+    }
 
 
 def aggregate(per_question: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
@@ -343,8 +373,13 @@ def score(
     config: str,
     extra: Mapping[str, Any] | None = None,
     details: Mapping[str, Mapping[str, Any]] | None = None,
+    prompts: Mapping[str, Ranking] | None = None,
+    texts: Mapping[str, Sequence[str]] | None = None,
 ) -> harness.Result:
-    """One system's (or peer's) scores: over all questions and per question type."""
+    """One system's (or peer's) scores: over all questions, per question type and per half of
+    the development part. ``prompts``: the items of each question's prompt (default: its whole
+    ranking), ``texts`` their texts."""
+    prompts = rankings if prompts is None else prompts
     scored = [(c, question_scores(c, rankings[c.question_id]))
               for c in channels if c.question_id in rankings]  # fmt: skip
     by_type = {
@@ -352,7 +387,17 @@ def score(
                **aggregate([s for c, s in scored if c.question_type == kind])}
         for kind in longmemeval.TYPES if any(c.question_type == kind for c, _ in scored)
     }  # fmt: skip
-    overall = aggregate([s for _, s in scored])
+    overall = {
+        **aggregate([s for _, s in scored]),
+        **prompt_figures(channels, prompts, texts or {}),
+    }
+    by_half = {
+        half: {"questions": sum(1 for c in channels if longmemeval.half_of(c.question_id) == half),
+               **aggregate([s for c, s in scored if longmemeval.half_of(c.question_id) == half]),
+               **prompt_figures([c for c in channels if longmemeval.half_of(c.question_id) == half],
+                                prompts, texts or {})}
+        for half in longmemeval.HALVES
+    }  # fmt: skip
     per_question = {
         c.question_id: {"type": c.question_type, **s, **(details or {}).get(c.question_id, {}),
                         "evidence": [e.id for e in c.evidence],
@@ -365,6 +410,7 @@ def score(
         "probes_answered": len(scored),
         **overall,
         "by_type": by_type,
+        "by_half": by_half,
         **(extra or {}),
         "per_question": per_question,
     }
@@ -429,3 +475,40 @@ def type_table(results: Sequence[harness.Result]) -> str:
             rows.append([result.config, kind, values.get("probes_answered", values.get("questions")),
                          *(values.get(key) for _, key in COLUMNS)])  # fmt: skip
     return report.table(["system", "question type", "questions", *(t for t, _ in COLUMNS)], rows)
+
+
+#: (column title, metric key) of the per-half table
+HALF_COLUMNS = (
+    ("any@5", "turn_any@5"),
+    ("all@5", "turn_all@5"),
+    ("fresh@5", "freshness@5"),
+    ("P@5", "precision@5"),
+    ("irrelevant", "irrelevant_share"),
+    ("items/prompt", "items_per_prompt"),
+    ("tokens/prompt", "tokens_per_prompt"),
+)
+
+
+def half_table(results: Sequence[harness.Result]) -> str:
+    """Per half of the development part and over the whole, one row per system, with the margin
+    of the system's all@5 over the BM25-all-turns peer's."""
+    found = [r for r in results if r.case == CASE]
+    bm25 = next((r for r in found if r.config == BM25_ALL), None)
+    rows: list[list[Any]] = []
+    for result in found:
+        groups = [("whole", result.metrics), *result.metrics.get("by_half", {}).items()]
+        for half, values in groups:
+            if not values.get("questions"):
+                continue
+            if bm25 is None:
+                margin = None
+            else:
+                theirs = bm25.metrics if half == "whole" else bm25.metrics["by_half"][half]
+                ours, base = values.get("turn_all@5"), theirs.get("turn_all@5")
+                margin = None if ours is None or base is None else ours - base
+            rows.append([result.config, half, values.get("probes_answered", values.get("questions")),
+                         *(values.get(key) for _, key in HALF_COLUMNS), margin])  # fmt: skip
+    return report.table(
+        ["system", "half", "questions", *(t for t, _ in HALF_COLUMNS), "all@5 - bm25_all_turns"],
+        rows,
+    )

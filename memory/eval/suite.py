@@ -17,7 +17,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import filtering, harness, irc, locomo, longmemeval_run, peers, synthetic
+from memory.eval import (
+    filtering,
+    harness,
+    irc,
+    locomo,
+    longmemeval_run,
+    peers,
+    regulars,
+    synthetic,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,8 +37,8 @@ logger = logging.getLogger(__name__)
 
 BASELINE_PATH = Path(__file__).with_name("baseline.json")
 SOURCES = ("synthetic", "locomo", "irc")
-#: every source ``--sources`` accepts (LongMemEval only when named)
-ALL_SOURCES = (*SOURCES, "longmemeval")
+#: every source ``--sources`` accepts (the regulars channel and LongMemEval only when named)
+ALL_SOURCES = (*SOURCES, regulars.CASE, "longmemeval")
 #: recall@5 may drop this much below the recorded baseline before the gate fails
 DEFAULT_TOLERANCE = 0.02
 SEED = 7
@@ -114,6 +123,8 @@ def build_case(source: str, data_dir: Path, sizes: Sizes) -> harness.Case:
         return synthetic_case(sizes)
     if source == "locomo":
         return locomo_case(data_dir, sizes)
+    if source == regulars.CASE:
+        return regulars.case()
     return irc_case(data_dir, sizes)
 
 
@@ -169,11 +180,15 @@ async def run_quality(
             reports = await harness.run_full_isolated(case, overrides=overrides, embedder=embedder)
         result = harness.score(case, reports, config=system)
         result.metrics.update(filtering.shares(case))
-        results.append(result)
-        if with_peers and case.probes:
-            found, missing = await peers.run(case, peer_embedder)
-            results.extend(found)
-            skipped.update({f"{source} {name}": why for name, why in missing.items()})
+        found, missing = (
+            await peers.run(case, peer_embedder) if with_peers and case.probes else ([], {})
+        )
+        if source == regulars.CASE:
+            corpus = regulars.load()
+            for scored in (result, *found):
+                regulars.annotate(scored, corpus)
+        results += [result, *found]
+        skipped.update({f"{source} {name}": why for name, why in missing.items()})
     return results, skipped
 
 
@@ -264,3 +279,24 @@ def _below_peer(results: Sequence[harness.Result], peer: str = peers.BM25_SPEAKE
                 "on the same probes"
             )
     return failures
+
+
+def reported(results: Sequence[harness.Result]) -> list[str]:
+    """The precision figures of the system on each source, reported beside the gate, never gated."""
+    lines = []
+    for result in results:
+        if result.config != "full" or result.metrics.get("peer"):
+            continue
+        m = result.metrics
+        share = m.get("irrelevant_share") or {}
+        lines.append(
+            f"REPORTED (not gated): {result.case} P@5 {_shown(m.get('precision@5'))}, irrelevant "
+            f"share {_shown(share.get('value'))} ({share.get('hits')}/{share.get('total')}), "
+            f"items/prompt {_shown(m.get('items_per_prompt'), 1)}, "
+            f"tokens/prompt {_shown(m.get('tokens_per_prompt'), 0)}"
+        )
+    return lines
+
+
+def _shown(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
