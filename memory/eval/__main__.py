@@ -32,6 +32,7 @@ from memory.eval import (
     REPO_ROOT,
     ablations,
     default_data_dir,
+    embed_cache,
     harness,
     locomo,
     longmemeval,
@@ -117,6 +118,17 @@ def parser() -> argparse.ArgumentParser:
         help="LongMemEval: replay N chunks of questions at once, each in a process of its own",
     )
     p.add_argument(
+        "--embed-cache",
+        type=Path,
+        default=embed_cache.DEFAULT_ROOT,
+        metavar="DIR",
+        help="keep the embedder's vectors here across runs, by embedder name, version, kind and "
+        "text (default: %(default)s; the offline hashing embedder is never cached)",
+    )
+    p.add_argument(
+        "--no-embed-cache", action="store_true", help="embed every text again (no cache)"
+    )
+    p.add_argument(
         "--sparse-scheme",
         choices=("lexical", "qdrant-bm25"),
         default=None,
@@ -196,6 +208,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         locomo_half=args.locomo_half,
         lme=lme,
         sparse_scheme=args.sparse_scheme,
+        embed_cache=None if args.no_embed_cache else args.embed_cache,
     )
     print(report.quality_table(results))
     print_breakdowns(results)

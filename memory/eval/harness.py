@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
 from memory.adapters import pg_embedded
+from memory.eval import embed_cache as embed_cache_module
 from memory.eval import locomo, metrics, naive
 
 if TYPE_CHECKING:
@@ -204,8 +205,11 @@ async def _load_lore(services: Any, directory: Path) -> bool:
     return True
 
 
-async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
-    """Replay ``case`` through the real system (``--no-llm``, synchronous consolidation)."""
+async def run_full(
+    case: Case, settings: Settings, *, cache: embed_cache_module.EmbeddingCache | None = None
+) -> list[models.TurnReport]:
+    """Replay ``case`` through the real system (``--no-llm``, synchronous consolidation); the
+    embedder used through ``cache`` when given."""
     from memory import runtime as services_module
     from memory import session
 
@@ -215,7 +219,8 @@ async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
         if report.command is None:
             reports.append(report)
 
-    async with services_module.lifespan(settings, no_llm=True) as services:
+    wrap = None if cache is None else cache.wrap
+    async with services_module.lifespan(settings, no_llm=True, wrap_embedder=wrap) as services:
         if case.lore and not await _load_lore(services, settings.lore_dir):
             logger.warning("no memory spaces wired: lore probes cannot be answered")
         runner = session.Replay(
@@ -229,18 +234,27 @@ async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
                 await runner.finish([event.stream])
         await runner.finish()
         await runner.consolidate_now()
+    if cache is not None:
+        cache.flush()
+        logger.info("%s: embedding cache %s", case.name, cache.stats())
     return reports
 
 
 async def run_full_isolated(
-    case: Case, *, overrides: Mapping[str, Mapping[str, Any]] | None = None, **top: Any
+    case: Case,
+    *,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    embed_cache: Path | None = None,
+    **top: Any,
 ) -> list[models.TurnReport]:
-    """``run_full`` in a fresh temporary data folder (embedded Postgres and Qdrant), removed after."""
+    """``run_full`` in a fresh temporary data folder (embedded Postgres and Qdrant), removed after;
+    ``embed_cache``: the folder of the embedding cache (``memory.eval.embed_cache``; None: none)."""
     with temporary_data_dir() as tmp:
         if case.lore:
             top.setdefault("lore_dir", write_lore(tmp / "lore", case.lore))
         settings = eval_settings(tmp, overrides=overrides, **top)
-        return await run_full(case, settings)
+        cache = None if embed_cache is None else embed_cache_module.EmbeddingCache(embed_cache)
+        return await run_full(case, settings, cache=cache)
 
 
 async def run_naive(

@@ -119,11 +119,15 @@ class ScriptedReplies:
 
 
 async def replay(
-    channels: Sequence[longmemeval.Channel], settings: Settings
+    channels: Sequence[longmemeval.Channel], settings: Settings, *, embed_cache: Path | None = None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """Replay every channel, then its question; the question turns' reports by question id, and
-    replay figures (replies given, seconds)."""
+    replay figures (replies given, seconds, embedding cache hits). ``embed_cache``: the folder
+    of the embedder's cached vectors (``memory.eval.embed_cache``; None: no cache)."""
     from memory import runtime, session
+    from memory.eval import embed_cache as embed_cache_module
+
+    cache = None if embed_cache is None else embed_cache_module.EmbeddingCache(embed_cache)
 
     reports: dict[str, models.TurnReport] = {}
     asked = {c.asked.id: c.question_id for c in channels}
@@ -143,7 +147,8 @@ async def replay(
         "turns_without_reply": 0,
     }
     started = time.perf_counter()
-    async with runtime.lifespan(settings, no_llm=True) as services:
+    wrap = None if cache is None else cache.wrap
+    async with runtime.lifespan(settings, no_llm=True, wrap_embedder=wrap) as services:
         runner = session.Replay(services, deliver, commands=None)
         for number, channel in enumerate(channels, start=1):
             if services.viewers is not None:  # each haystack is a channel: its streams only
@@ -165,6 +170,9 @@ async def replay(
             logger.info("longmemeval %d/%d replayed (%.0f s)", number, len(channels),
                         time.perf_counter() - started)  # fmt: skip
         await runner.consolidate_now()
+    if cache is not None:
+        cache.flush()
+        figures.update(cache.stats())
     figures["replay_seconds"] = round(time.perf_counter() - started, 1)
     return reports, figures
 
@@ -174,6 +182,7 @@ async def replay_isolated(
     *,
     embedder: str = harness.DEFAULT_EMBEDDER,
     jobs: int = 1,
+    embed_cache: Path | None = None,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """``replay`` in fresh temporary data folders (embedded Postgres and Qdrant), removed after:
     one per chunk of at most ``CHUNK`` channels, so no store holds more than their ~1,200 streams;
@@ -189,10 +198,13 @@ async def replay_isolated(
         context = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(min(jobs, len(chunks)), mp_context=context) as pool:
             outcomes = await asyncio.gather(
-                *(loop.run_in_executor(pool, replay_chunk, chunk, embedder) for chunk in chunks)
+                *(
+                    loop.run_in_executor(pool, replay_chunk, chunk, embedder, embed_cache)
+                    for chunk in chunks
+                )
             )
     else:
-        outcomes = [await _replay_folder(chunk, embedder) for chunk in chunks]
+        outcomes = [await _replay_folder(chunk, embedder, embed_cache) for chunk in chunks]
     turns: dict[str, models.TurnReport] = {}
     figures: dict[str, Any] = {}
     for found, counted in outcomes:
@@ -203,19 +215,20 @@ async def replay_isolated(
 
 
 async def _replay_folder(
-    channels: Sequence[longmemeval.Channel], embedder: str
+    channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     with harness.temporary_data_dir("livememory-lme-") as tmp:
-        return await replay(channels, harness.eval_settings(tmp, embedder=embedder))
+        settings = harness.eval_settings(tmp, embedder=embedder)
+        return await replay(channels, settings, embed_cache=embed_cache)
 
 
 def replay_chunk(
-    channels: Sequence[longmemeval.Channel], embedder: str
+    channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None = None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """One chunk replayed in a worker process (``replay_isolated`` with ``jobs`` > 1)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)
-    return asyncio.run(_replay_folder(channels, embedder))
+    return asyncio.run(_replay_folder(channels, embedder, embed_cache))
 
 
 async def evaluate(
@@ -225,8 +238,10 @@ async def evaluate(
     embedder: str = harness.DEFAULT_EMBEDDER,
     peer_embedder: ports.Embedder | None = None,
     with_peers: bool = True,
+    embed_cache: Path | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
-    """The system's scores, then its peers' on the same questions; and the peers skipped."""
+    """The system's scores, then its peers' on the same questions; and the peers skipped.
+    ``embed_cache``: the folder of the embedding cache (None: none)."""
     started = time.perf_counter()
     channels = longmemeval.load(
         data_dir, first=options.first, types=options.types or None, path=options.path,
@@ -234,7 +249,7 @@ async def evaluate(
     )  # fmt: skip
     loaded = time.perf_counter() - started
     replaying = asyncio.ensure_future(
-        replay_isolated(channels, embedder=embedder, jobs=options.jobs)
+        replay_isolated(channels, embedder=embedder, jobs=options.jobs, embed_cache=embed_cache)
     )
     if options.jobs > 1:
         await asyncio.sleep(0)  # the chunks go to their processes; the peers rank meanwhile

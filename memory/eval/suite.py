@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory.eval import embed_cache as embed_cache_module
 from memory.eval import (
     filtering,
     harness,
@@ -31,7 +32,7 @@ from memory.eval import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from memory import ports
+    from memory import models, ports
 
 logger = logging.getLogger(__name__)
 
@@ -140,19 +141,50 @@ async def run_quality(
     locomo_half: str | None = None,
     lme: longmemeval_run.Options | None = None,
     sparse_scheme: str | None = None,
+    embed_cache: Path | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
     """Results per source (the system's, then its peers' on the same probes), and what was
     skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only;
     ``lme``: which LongMemEval questions (quick: the first ``longmemeval_run.QUICK_FIRST``);
-    ``sparse_scheme``: ``memory.sparse_scheme`` of the system (None: the default)."""
+    ``sparse_scheme``: ``memory.sparse_scheme`` of the system (None: the default);
+    ``embed_cache``: the folder where the system's and the dense peer's vectors are kept across
+    runs (``memory.eval.embed_cache``; None: no cache)."""
     sizes = QUICK if quick else FULL
     if locomo_first is not None and not quick:
         sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
     if locomo_half is not None and not quick:
         sizes = dataclasses.replace(sizes, **LOCOMO_HALVES[locomo_half])
+    peer_cache = None if embed_cache is None else embed_cache_module.EmbeddingCache(embed_cache)
+    peer_embedder = await _peer_embedder(embedder) if with_peers else None
+    if peer_embedder is not None and peer_cache is not None:
+        peer_embedder = peer_cache.wrap(peer_embedder)
+    try:
+        return await _run_sources(
+            sources, data_dir, sizes, system=system, embedder=embedder, lme=lme, quick=quick,
+            peer_embedder=peer_embedder, with_peers=with_peers, sparse_scheme=sparse_scheme,
+            embed_cache=embed_cache,
+        )  # fmt: skip
+    finally:
+        if peer_cache is not None:
+            peer_cache.flush()
+
+
+async def _run_sources(
+    sources: Sequence[str],
+    data_dir: Path,
+    sizes: Sizes,
+    *,
+    system: str,
+    embedder: str,
+    lme: longmemeval_run.Options | None,
+    quick: bool,
+    peer_embedder: ports.Embedder | None,
+    with_peers: bool,
+    sparse_scheme: str | None,
+    embed_cache: Path | None,
+) -> tuple[list[harness.Result], dict[str, str]]:
     results: list[harness.Result] = []
     skipped: dict[str, str] = {}
-    peer_embedder = await _peer_embedder(embedder) if with_peers else None
     for source in sources:
         reason = data_available(data_dir, source, lme)
         if source == "longmemeval" and system == "naive":
@@ -167,7 +199,7 @@ async def run_quality(
                 options = dataclasses.replace(options, first=longmemeval_run.QUICK_FIRST)
             found, missing = await longmemeval_run.evaluate(
                 data_dir, options, embedder=embedder, peer_embedder=peer_embedder,
-                with_peers=with_peers,
+                with_peers=with_peers, embed_cache=embed_cache,
             )  # fmt: skip
             results.extend(found)
             skipped.update({f"{source} {name}": why for name, why in missing.items()})
@@ -177,19 +209,34 @@ async def run_quality(
             reports = await harness.run_naive(case)
         else:
             overrides = {"memory": {"sparse_scheme": sparse_scheme}} if sparse_scheme else None
-            reports = await harness.run_full_isolated(case, overrides=overrides, embedder=embedder)
-        result = harness.score(case, reports, config=system)
-        result.metrics.update(filtering.shares(case))
-        found, missing = (
-            await peers.run(case, peer_embedder) if with_peers and case.probes else ([], {})
-        )
-        if source == regulars.CASE:
-            corpus = regulars.load()
-            for scored in (result, *found):
-                regulars.annotate(scored, corpus)
-        results += [result, *found]
+            reports = await harness.run_full_isolated(
+                case, overrides=overrides, embedder=embedder, embed_cache=embed_cache
+            )
+        found, missing = await _scored(case, reports, system, peer_embedder, with_peers=with_peers)
+        results += found
         skipped.update({f"{source} {name}": why for name, why in missing.items()})
     return results, skipped
+
+
+async def _scored(
+    case: harness.Case,
+    reports: Sequence[models.TurnReport],
+    system: str,
+    peer_embedder: ports.Embedder | None,
+    *,
+    with_peers: bool,
+) -> tuple[list[harness.Result], dict[str, str]]:
+    """The system's result on ``case``, then its peers' on the same probes; the peers skipped."""
+    result = harness.score(case, reports, config=system)
+    result.metrics.update(filtering.shares(case))
+    found, missing = (
+        await peers.run(case, peer_embedder) if with_peers and case.probes else ([], {})
+    )
+    if case.name == regulars.CASE:
+        corpus = regulars.load()
+        for scored in (result, *found):
+            regulars.annotate(scored, corpus)
+    return [result, *found], missing
 
 
 async def embedder_name(choice: str) -> str:
