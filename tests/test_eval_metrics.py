@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from memory import models
-from memory.eval import harness, metrics, suite, synthetic
+from memory.eval import harness, metrics, report, suite, synthetic
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -175,6 +175,15 @@ def test_score_a_case() -> None:
     assert m["irrelevant_share"]["hits"] == 1
     assert m["items_per_prompt"] == 1.5  # the probe turns' prompts: two items, then one
     assert m["tokens_per_prompt"] is not None and m["tokens_per_prompt"] > 0
+    assert "by_half" not in m
+    split = dataclasses.replace(case, halves={"m3": "dev", "m4": "held-out"})
+    halves = harness.score(split, reports, config="test").metrics["by_half"]
+    assert halves["dev"]["probes"] == halves["held-out"]["probes"] == 1
+    assert halves["dev"]["irrelevant_share"] == {"value": 0.5, "hits": 1, "total": 2}
+    assert halves["held-out"]["recall@5"] == 1.0 and halves["dev"]["items_per_prompt"] == 2.0
+    assert "| t    | test   | dev " in report.half_table(
+        [harness.score(split, reports, config="test")]
+    )
     assert m["target_planned"] == {"value": 1.0, "hits": 1, "total": 1}
     assert result.recall_by_kind["lore"][1] == 1.0
     assert m["latency_ms"]["p50"] == 5.0

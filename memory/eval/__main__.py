@@ -259,6 +259,10 @@ def print_breakdowns(results: list[harness.Result]) -> None:
     if rows:
         print("\nLoCoMo per category:")
         print(report.table(["config", "category", "R@1", "R@5", "R@10"], rows))
+    halves = report.half_table(results)
+    if halves:
+        print("\nPer half of the data (tune on dev, report on held-out):")
+        print(halves)
     if any(r.case == regulars.CASE for r in results):
         print(
             "\nRegulars channel per category and per half (answer in the top 3, a distractor "

@@ -67,6 +67,9 @@ class Case:
     #: stream → the corpus the peers rank for a probe of it (``memory.eval.peers``): a channel
     #: whose questions come streams after the statements is one corpus; default: each stream
     corpora: Mapping[str, str] = field(default_factory=dict)
+    #: probe message id → the half of the data it belongs to (LoCoMo: ``dev``, ``held-out``);
+    #: empty: the case is not split
+    halves: Mapping[str, str] = field(default_factory=dict)
 
     def corpus_of(self, stream: str) -> str:
         return self.corpora.get(stream, stream)
@@ -440,6 +443,31 @@ def prompt_load(
     return dataclasses.replace(load, irrelevant=metrics.Ratio(hits=0, total=0))
 
 
+def half_figures(
+    case: Case, rankings: Mapping[str, Sequence[frozenset[str]]], prompt: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per half of a split case (``Case.halves``): probes, recall@5, P@5, and the share of the
+    prompt's items covering none of the probe's evidence with the items per prompt (a prompt:
+    the probe's ranking, its first ``prompt`` items when given)."""
+    out: dict[str, dict[str, Any]] = {}
+    for half in sorted(set(case.halves.values())):
+        scored = [(p, rankings[p.message_id][:prompt]) for p in case.probes
+                  if case.halves.get(p.message_id) == half and p.message_id in rankings]  # fmt: skip
+        share = metrics.Ratio(hits=0, total=0)
+        for probe, ranking in scored:
+            share += metrics.irrelevant_share(ranking, probe.evidence_ids)
+        out[half] = {
+            "probes": len(scored),
+            "recall@5": metrics.mean(metrics.recall_at_k(r, p.evidence_ids, 5) for p, r in scored),
+            "precision@5": metrics.mean(
+                metrics.precision_at_k(r, p.evidence_ids, 5) for p, r in scored
+            ),
+            "irrelevant_share": {"value": share.value, "hits": share.hits, "total": share.total},
+            "items_per_prompt": metrics.mean(float(len(r)) for _, r in scored),
+        }
+    return out
+
+
 def _out_of_history(probe: Probe, report: models.TurnReport, position: Mapping[str, int]) -> bool:
     """The evidence is surely out of the loaded working history: more chat messages lie between it
     and the probe than the history held (the history also holds replies, so this is conservative)."""
@@ -489,6 +517,8 @@ def score(
         else None,
         "failed_turns": sum(1 for r in reports if r.status is models.TurnStatus.FAILED),
     }
+    if case.halves:
+        values["by_half"] = half_figures(case, probes["rankings"])
     return Result(
         case=case.name,
         config=config,

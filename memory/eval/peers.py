@@ -250,6 +250,8 @@ def score(
         "latency_ms": metrics.latency(latencies).to_json(),
         "peer": True,
     }
+    if case.halves:
+        values["by_half"] = harness.half_figures(case, rankings, PROMPT_ITEMS)
     return harness.Result(
         case=case.name,
         config=name,

@@ -85,6 +85,29 @@ def quality_table(results: Sequence[harness.Result]) -> str:
     return table(["data", "config", *(t for t, _ in QUALITY_COLUMNS)], rows)
 
 
+HALF_COLUMNS = (
+    ("probes", "probes"),
+    ("R@5", "recall@5"),
+    ("P@5", "precision@5"),
+    ("irrelevant", "irrelevant_share"),
+    ("items/prompt", "items_per_prompt"),
+)
+
+
+def half_table(results: Sequence[harness.Result]) -> str:
+    """Per half of each split case (LoCoMo: dev, held-out), one row per system ("" when no case
+    is split)."""
+    rows = [
+        [result.case, result.config, half, *(values.get(key) for _, key in HALF_COLUMNS)]
+        for result in results
+        for half, values in result.metrics.get("by_half", {}).items()
+        if result.case not in ("longmemeval", "regulars")
+    ]
+    if not rows:
+        return ""
+    return table(["data", "config", "half", *(t for t, _ in HALF_COLUMNS)], rows)
+
+
 def by_kind_table(results: Sequence[harness.Result]) -> str:
     rows = []
     for result in results:

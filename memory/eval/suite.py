@@ -61,9 +61,10 @@ class Sizes:
 
 
 #: LoCoMo's development half (tuning) and held-out half (reporting): conversations 1–5 and 6–10
+DEV_CONVERSATIONS = 5
 LOCOMO_HALVES: dict[str, dict[str, Any]] = {
-    "dev": {"locomo_conversations": 5, "locomo_skip": 0},
-    "held-out": {"locomo_conversations": None, "locomo_skip": 5},
+    "dev": {"locomo_conversations": DEV_CONVERSATIONS, "locomo_skip": 0},
+    "held-out": {"locomo_conversations": None, "locomo_skip": DEV_CONVERSATIONS},
 }
 QUICK = Sizes(viewers=12, filler=220, locomo_conversations=1, locomo_sessions=3,
               locomo_questions=25, irc_hours=1, irc_messages=250)  # fmt: skip
@@ -84,7 +85,14 @@ def locomo_case(data_dir: Path, sizes: Sizes) -> harness.Case:
         max_sessions=sizes.locomo_sessions,
         max_questions=sizes.locomo_questions,
     )
-    return harness.from_locomo(conversations[sizes.locomo_skip :])
+    kept = conversations[sizes.locomo_skip :]
+    case = harness.from_locomo(kept)
+    half = {c.stream: "dev" if sizes.locomo_skip + i < DEV_CONVERSATIONS else "held-out"
+            for i, c in enumerate(kept)}  # fmt: skip
+    streams = {e.id: e.stream for e in case.events}
+    return dataclasses.replace(
+        case, halves={p.message_id: half[streams[p.message_id]] for p in case.probes}
+    )
 
 
 def irc_case(data_dir: Path, sizes: Sizes) -> harness.Case:
