@@ -25,11 +25,13 @@ class Counting:
         self.dim = self.inner.dim
         self.version = version
         self.embedded: list[str] = []
+        self.kinds: list[str] = []
         self.calls = 0
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, kind: str = "passage") -> list[list[float]]:
         self.calls += 1
         self.embedded.extend(texts)
+        self.kinds.extend(kind for _ in texts)
         return await self.inner.embed(texts)
 
 
@@ -91,7 +93,7 @@ async def test_a_query_and_a_passage_are_cached_apart(tmp_path: Path) -> None:
     await cached.embed(TEXTS[:1])
     await cached.embed(TEXTS[:1], kind="query")
     await cached.embed(TEXTS[:1], kind="query")
-    assert inner.embedded == TEXTS[:1] * 2
+    assert inner.embedded == TEXTS[:1] * 2 and inner.kinds == ["passage", "query"]
     assert embed_cache.key("query", TEXTS[0]) != embed_cache.key("passage", TEXTS[0])
 
 

@@ -106,10 +106,12 @@ class CachedEmbedder:
         return [(self._new[k] if k in self._new else known[k]).tolist() for k in keys]
 
     async def _inner_embed(self, texts: list[str], kind: str) -> list[list[float]]:
-        # the port embeds every text alike: a query and a passage get the same vector (both are
-        # cached, each under its kind, ready for an embedder that tells them apart)
-        del kind
-        return await self.inner.embed(texts)
+        if kind == PASSAGE:  # the port's default: every embedder takes it without a keyword
+            return await self.inner.embed(texts)
+        # a query: only an embedder whose port tells the two apart is asked for one
+        embedder: Any = self.inner
+        vectors: list[list[float]] = await embedder.embed(texts, kind=kind)
+        return vectors
 
     def flush(self) -> None:
         """Write the vectors not yet on disk as a new segment."""
