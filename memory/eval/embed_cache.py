@@ -69,6 +69,8 @@ class CachedEmbedder:
         self._new: dict[bytes, np.ndarray[Any, Any]] = {}
         self.hits = 0
         self.misses = 0
+        #: kind → texts embedded
+        self.misses_by_kind: dict[str, int] = {}
 
     @property
     def dim(self) -> int:  # an Ollama embedder learns its dimension from its first call
@@ -96,6 +98,7 @@ class CachedEmbedder:
             if k not in known and k not in self._new:
                 missing.setdefault(k, text)
         self.misses += len(missing)
+        self.misses_by_kind[kind] = self.misses_by_kind.get(kind, 0) + len(missing)
         self.hits += len(texts) - sum(1 for k in keys if k in missing)
         if missing:
             vectors = await self._inner_embed(list(missing.values()), kind)
