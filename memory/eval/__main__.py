@@ -1,9 +1,13 @@
 """``python -m memory.eval [quality|ablations|bench|report|baseline] [--quick] [--data-dir DIR]``
 
-- ``quality`` (default): the memory quality metrics on the synthetic stream, LoCoMo and IRC; prints a
-  table, LoCoMo per question category too. ``--sources longmemeval`` (not a default source) replays
-  LongMemEval's development part and prints it per question type (``memory.eval.longmemeval_run``;
-  ``--longmemeval-first``, ``--longmemeval-types``, ``--longmemeval-file``, ``--jobs``). With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
+- ``quality`` (default): the memory quality metrics (recall, precision, prompt items and tokens) on
+  the synthetic stream, LoCoMo and IRC; prints a table, LoCoMo per question category and per half
+  too. ``--sources regulars`` adds the regulars channel (``memory.eval.regulars``), per category
+  and half. ``--sources longmemeval`` (not a default source) replays LongMemEval's development part
+  and prints it per question type and per half (``memory.eval.longmemeval_run``;
+  ``--longmemeval-first``, ``--longmemeval-types``, ``--longmemeval-half``, ``--longmemeval-file``,
+  ``--jobs``). The embedder's vectors are kept across runs (``--embed-cache``,
+  ``memory.eval.embed_cache``). With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
   above 0 or its recall@5 is below the recorded baseline (``memory/eval/baseline.json``) minus the
   tolerance, with a ``GATE FAIL:`` line saying which.
 - ``ablations``: the full system against versions each missing one piece (synthetic stream).
