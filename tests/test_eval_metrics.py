@@ -197,6 +197,20 @@ async def test_naive_design_misattributes_on_the_synthetic_stream() -> None:
     assert suite.gate([result], None)[0].startswith("GATE FAIL: misattribution")
 
 
+def test_the_quick_run_reports_precision_without_gating_it() -> None:
+    figures = {"recall@5": 0.99, "misattribution": {"value": 0.0, "hits": 0, "total": 10},
+               "precision@5": 0.05, "irrelevant_share": {"value": 0.96, "hits": 96, "total": 100},
+               "items_per_prompt": 16.25, "tokens_per_prompt": 143.6}  # fmt: skip
+    full = harness.Result(case="synthetic", config="full", latencies_ms=[], recall_curve={},
+                          recall_by_kind={}, metrics=figures)  # fmt: skip
+    peer = dataclasses.replace(full, config="bm25", metrics={**figures, "peer": True})
+    assert suite.reported([full, peer]) == [
+        "REPORTED (not gated): synthetic P@5 0.050, irrelevant share 0.960 (96/100), "
+        "items/prompt 16.2, tokens/prompt 144"
+    ]
+    assert suite.gate([full], {"synthetic": {"recall@5": 0.97}, "tolerance": 0.02}) == []
+
+
 def test_gate_on_recall_against_the_baseline() -> None:
     result = harness.Result(
         case="synthetic", config="full", latencies_ms=[], recall_curve={}, recall_by_kind={},
