@@ -172,11 +172,13 @@ async def lifespan(
     role: str = "bot",
     no_llm: bool = False,
     background_worker: bool | None = None,
+    wrap_embedder: Callable[[ports.Embedder], ports.Embedder] | None = None,
 ) -> AsyncIterator[Services]:
     """Open every part for ``role`` (``bot``, ``worker``, ``admin``) and close them on exit.
 
     ``background_worker`` (default: ``settings.worker.in_process`` for the bot) runs a consolidation
-    worker as a task of this process.
+    worker as a task of this process. ``wrap_embedder``: what the embedder the settings choose is
+    used through (the evaluation's embedding cache, ``memory.eval.embed_cache``); it owns nothing.
     """
     async with contextlib.AsyncExitStack() as stack:
         metrics = metrics_module.MemoryMetrics(prometheus_client.CollectorRegistry())
@@ -185,6 +187,7 @@ async def lifespan(
         embedder = await embedders.build_embedder(settings)
         stack.callback(embedders.close, embedder)
         # the memory store opens (the embedded shards load in worker threads) while Postgres does
+        embedder = embedder if wrap_embedder is None else wrap_embedder(embedder)
         opening = asyncio.create_task(_open_spaces(settings, embedder))
         stack.push_async_callback(_close_when_open, opening)
         db = await stack.enter_async_context(migrate.open_database(settings))

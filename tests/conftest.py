@@ -9,6 +9,7 @@ is set (CI), where a missing service fails them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -84,9 +85,9 @@ def template_db(server_dsn: str) -> Iterator[str]:
     asyncio.run(_drop(server_dsn, name))
 
 
-@pytest.fixture
-async def database_url(server_dsn: str, template_db: str) -> AsyncIterator[str]:
-    """A fresh, migrated database of this test's own (``CREATE DATABASE … TEMPLATE``)."""
+@contextlib.asynccontextmanager
+async def fresh_database(server_dsn: str, template_db: str) -> AsyncIterator[str]:
+    """A fresh, migrated database (``CREATE DATABASE … TEMPLATE``), dropped after the block."""
     name = f"lm_test_{uuid.uuid4().hex[:12]}"
     conn = await asyncpg.connect(server_dsn)
     try:
@@ -95,6 +96,13 @@ async def database_url(server_dsn: str, template_db: str) -> AsyncIterator[str]:
         await conn.close()
     yield with_database(server_dsn, name)
     await _drop(server_dsn, name)
+
+
+@pytest.fixture
+async def database_url(server_dsn: str, template_db: str) -> AsyncIterator[str]:
+    """A fresh, migrated database of this test's own."""
+    async with fresh_database(server_dsn, template_db) as url:
+        yield url
 
 
 @pytest.fixture

@@ -177,6 +177,46 @@ def test_scores_by_question_type(channels: dict[str, longmemeval.Channel]) -> No
     assert "| x " in table and "knowledge-update" in table and "fresh@5" in table
 
 
+def test_the_halves_split_the_questions_by_a_stable_hash_of_their_id() -> None:
+    path = Path("unused")
+    # pinned: a change of the hash would move questions between the tuned and the reported half
+    assert [longmemeval.half_of(q) for q in ("fx_ku", "fx_miso_abs", "gpt4_2655b836")] == [
+        "report",
+        "tune",
+        "report",
+    ]
+    tune = longmemeval.load(path, path=FIXTURE, half="tune")
+    report = longmemeval.load(path, path=FIXTURE, half="report")
+    assert tune == [] and [c.question_id for c in report] == ["fx_ku", "fx_ssa", "fx_ssu"]
+
+
+def test_scores_per_half_and_what_the_prompts_carry(
+    channels: dict[str, longmemeval.Channel],
+) -> None:
+    rankings = {
+        "fx_ku": [frozenset({"lme0-s2-t0"}), frozenset({"lme0-s0-t0"}), frozenset({"lme0-s1-t1"})],
+        "fx_ssa": [frozenset({"lme1-s0-t0"})],
+        "fx_ssu": [frozenset({"lme3-s0-t0"})],
+    }
+    texts = {qid: ["four words of text"] * len(r) for qid, r in rankings.items()}
+    found = list(channels.values())
+    full = longmemeval_run.score(found, rankings, config="full", texts=texts)
+    m = full.metrics
+    assert m["items_per_prompt"] == pytest.approx(5 / 3)
+    assert m["tokens_per_prompt"] == pytest.approx(20 / 3)
+    irrelevant = m["irrelevant_share"]
+    assert irrelevant["total"] == 5 and 0 < irrelevant["hits"] < 5
+    assert m["by_half"]["report"]["questions"] == 3 and m["by_half"]["tune"]["questions"] == 0
+    assert m["by_half"]["report"]["turn_any@5"] == m["turn_any@5"]
+    assert m["precision@5"] is not None
+    bm25 = longmemeval_run.score(
+        found, {q: r[:1] for q, r in rankings.items()}, config="bm25_all_turns"
+    )
+    table = longmemeval_run.half_table([full, bm25])
+    assert "| whole " in table and "| report " in table and "all@5 - bm25_all_turns" in table
+    assert "| tune " not in table  # a half without questions has no row
+
+
 async def test_scripted_replies_answer_the_turn_whose_message_holds_their_key() -> None:
     model = longmemeval_run.ScriptedReplies([("first message", "reply 1"), ("second", "reply 2")])
 
@@ -213,6 +253,7 @@ def test_the_cli_evaluates_a_file_of_the_same_layout_at_another_path(tmp_path: P
     assert result.code == 0, result.err
     assert "LongMemEval per question type" in result.out
     assert "knowledge-update" in result.out and "bm25_all_turns" in result.out
+    assert "LongMemEval per half" in result.out
     rows = {r["config"]: r["metrics"] for r in json.loads(out.read_text())["results"]}
     assert set(rows) == {"full", *longmemeval_run.PEERS}
     full = rows["full"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from memory import models
-from memory.eval import harness, metrics, suite, synthetic
+from memory.eval import harness, metrics, report, suite, synthetic
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -173,6 +173,17 @@ def test_score_a_case() -> None:
     assert m["recall@5"] == 1.0
     assert m["misattribution"] == {"value": 0.5, "hits": 1, "total": 2}
     assert m["irrelevant_share"]["hits"] == 1
+    assert m["items_per_prompt"] == 1.5  # the probe turns' prompts: two items, then one
+    assert m["tokens_per_prompt"] is not None and m["tokens_per_prompt"] > 0
+    assert "by_half" not in m
+    split = dataclasses.replace(case, halves={"m3": "dev", "m4": "held-out"})
+    halves = harness.score(split, reports, config="test").metrics["by_half"]
+    assert halves["dev"]["probes"] == halves["held-out"]["probes"] == 1
+    assert halves["dev"]["irrelevant_share"] == {"value": 0.5, "hits": 1, "total": 2}
+    assert halves["held-out"]["recall@5"] == 1.0 and halves["dev"]["items_per_prompt"] == 2.0
+    assert "| t    | test   | dev " in report.half_table(
+        [harness.score(split, reports, config="test")]
+    )
     assert m["target_planned"] == {"value": 1.0, "hits": 1, "total": 1}
     assert result.recall_by_kind["lore"][1] == 1.0
     assert m["latency_ms"]["p50"] == 5.0
@@ -184,6 +195,20 @@ async def test_naive_design_misattributes_on_the_synthetic_stream() -> None:
     assert result.metrics["probes_answered"] == len(case.probes)
     assert result.metrics["misattribution"]["hits"] > 0
     assert suite.gate([result], None)[0].startswith("GATE FAIL: misattribution")
+
+
+def test_the_quick_run_reports_precision_without_gating_it() -> None:
+    figures = {"recall@5": 0.99, "misattribution": {"value": 0.0, "hits": 0, "total": 10},
+               "precision@5": 0.05, "irrelevant_share": {"value": 0.96, "hits": 96, "total": 100},
+               "items_per_prompt": 16.25, "tokens_per_prompt": 143.6}  # fmt: skip
+    full = harness.Result(case="synthetic", config="full", latencies_ms=[], recall_curve={},
+                          recall_by_kind={}, metrics=figures)  # fmt: skip
+    peer = dataclasses.replace(full, config="bm25", metrics={**figures, "peer": True})
+    assert suite.reported([full, peer]) == [
+        "REPORTED (not gated): synthetic P@5 0.050, irrelevant share 0.960 (96/100), "
+        "items/prompt 16.2, tokens/prompt 144"
+    ]
+    assert suite.gate([full], {"synthetic": {"recall@5": 0.97}, "tolerance": 0.02}) == []
 
 
 def test_gate_on_recall_against_the_baseline() -> None:

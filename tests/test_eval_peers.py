@@ -50,6 +50,11 @@ async def test_peers_rank_the_messages_said_before_the_probe() -> None:
     for result in results:
         assert result.metrics["recall@1"] == 1.0, result.config  # m2, and never m4 (later)
         assert result.metrics["probes_answered"] == 1
+        # its prompt: its first five items, of the three messages said before the probe
+        m = result.metrics
+        assert m["items_per_prompt"] == m["irrelevant_share"]["total"] <= 3
+        assert m["irrelevant_share"]["hits"] == m["items_per_prompt"] - 1  # all but m2
+        assert m["tokens_per_prompt"] > 0
 
 
 def test_corpora_leave_out_probes_and_later_messages() -> None:

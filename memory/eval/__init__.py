@@ -3,6 +3,9 @@ benchmarks and the report (``python -m memory.eval``).
 
 - ``synthetic``: a seeded multi-viewer stream generator with gold annotations;
 - ``locomo`` / ``irc``: loaders of the public data in ``../shared/data`` (never copied into the repo);
+- ``regulars``: a channel of regulars and questions in other words than their answers
+  (``tests/data/regulars_*``);
+- ``embed_cache``: the embedder's vectors kept across evaluation runs;
 - ``metrics``: pure metric functions;
 - ``harness``: replays a stream through the system and scores it;
 - ``naive``: the naive reference design (one shared space, full history) used as a baseline;

@@ -1,9 +1,13 @@
 """``python -m memory.eval [quality|ablations|bench|report|baseline] [--quick] [--data-dir DIR]``
 
-- ``quality`` (default): the memory quality metrics on the synthetic stream, LoCoMo and IRC; prints a
-  table, LoCoMo per question category too. ``--sources longmemeval`` (not a default source) replays
-  LongMemEval's development part and prints it per question type (``memory.eval.longmemeval_run``;
-  ``--longmemeval-first``, ``--longmemeval-types``, ``--longmemeval-file``, ``--jobs``). With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
+- ``quality`` (default): the memory quality metrics (recall, precision, prompt items and tokens) on
+  the synthetic stream, LoCoMo and IRC; prints a table, LoCoMo per question category and per half
+  too. ``--sources regulars`` adds the regulars channel (``memory.eval.regulars``), per category
+  and half. ``--sources longmemeval`` (not a default source) replays LongMemEval's development part
+  and prints it per question type and per half (``memory.eval.longmemeval_run``;
+  ``--longmemeval-first``, ``--longmemeval-types``, ``--longmemeval-half``, ``--longmemeval-file``,
+  ``--jobs``). The embedder's vectors are kept across runs (``--embed-cache``,
+  ``memory.eval.embed_cache``). With ``--quick`` it is the CI gate: exit 1 when misattribution on the synthetic stream is
   above 0 or its recall@5 is below the recorded baseline (``memory/eval/baseline.json``) minus the
   tolerance, with a ``GATE FAIL:`` line saying which.
 - ``ablations``: the full system against versions each missing one piece (synthetic stream).
@@ -32,10 +36,12 @@ from memory.eval import (
     REPO_ROOT,
     ablations,
     default_data_dir,
+    embed_cache,
     harness,
     locomo,
     longmemeval,
     longmemeval_run,
+    regulars,
     report,
     suite,
 )
@@ -54,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sources",
         default=",".join(suite.SOURCES),
-        help="comma-separated: synthetic,locomo,irc (default), longmemeval",
+        help="comma-separated: synthetic,locomo,irc (default), regulars, longmemeval",
     )
     p.add_argument(
         "--system", choices=("full", "naive"), default="full", help="quality: the system evaluated"
@@ -101,11 +107,30 @@ def parser() -> argparse.ArgumentParser:
         f"<data dir>/{longmemeval.RELATIVE_PATH}",
     )
     p.add_argument(
+        "--longmemeval-half",
+        choices=longmemeval.HALVES,
+        default=None,
+        help="LongMemEval: only one half of the development part, by a stable hash of the "
+        "question id (tune: to choose on; report: to report on); every run prints both halves "
+        "and the whole of what it replayed",
+    )
+    p.add_argument(
         "--jobs",
         type=int,
         default=1,
         metavar="N",
         help="LongMemEval: replay N chunks of questions at once, each in a process of its own",
+    )
+    p.add_argument(
+        "--embed-cache",
+        type=Path,
+        default=embed_cache.DEFAULT_ROOT,
+        metavar="DIR",
+        help="keep the embedder's vectors here across runs, by embedder name, version, kind and "
+        "text (default: %(default)s; the offline hashing embedder is never cached)",
+    )
+    p.add_argument(
+        "--no-embed-cache", action="store_true", help="embed every text again (no cache)"
     )
     p.add_argument(
         "--sparse-scheme",
@@ -156,6 +181,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--longmemeval-first {args.longmemeval_first}")
     if args.longmemeval_types:
         parts.append(f"--longmemeval-types {args.longmemeval_types}")
+    if args.longmemeval_half:
+        parts.append(f"--longmemeval-half {args.longmemeval_half}")
     if args.jobs != 1:
         parts.append(f"--jobs {args.jobs}")
     if args.command == "report" and args.no_bench:
@@ -185,6 +212,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         locomo_half=args.locomo_half,
         lme=lme,
         sparse_scheme=args.sparse_scheme,
+        embed_cache=None if args.no_embed_cache else args.embed_cache,
     )
     print(report.quality_table(results))
     print_breakdowns(results)
@@ -199,7 +227,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
         return EXIT_OK
     baseline = suite.load_baseline()
     failures = suite.gate(results, baseline)
-    for line in failures:
+    for line in failures + suite.reported(results):
         print(line)
     if not failures and baseline is None:
         print("GATE OK: synthetic misattribution 0; recall@5 NOT gated (no baseline.json recorded)")
@@ -219,8 +247,9 @@ def _lme_options(args: argparse.Namespace) -> longmemeval_run.Options | None:
         print(f"error: unknown LongMemEval type(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return None
     return longmemeval_run.Options(
-        first=args.longmemeval_first, types=types, path=args.longmemeval_file, jobs=args.jobs
-    )
+        first=args.longmemeval_first, types=types, path=args.longmemeval_file, jobs=args.jobs,
+        half=args.longmemeval_half,
+    )  # fmt: skip
 
 
 def print_breakdowns(results: list[harness.Result]) -> None:
@@ -234,9 +263,21 @@ def print_breakdowns(results: list[harness.Result]) -> None:
     if rows:
         print("\nLoCoMo per category:")
         print(report.table(["config", "category", "R@1", "R@5", "R@10"], rows))
+    halves = report.half_table(results)
+    if halves:
+        print("\nPer half of the data (tune on dev, report on held-out):")
+        print(halves)
+    if any(r.case == regulars.CASE for r in results):
+        print(
+            "\nRegulars channel per category and per half (answer in the top 3, a distractor "
+            "above the answer):"
+        )
+        print(regulars.table(results))
     if any(r.case == longmemeval_run.CASE for r in results):
         print("\nLongMemEval per question type (turn-level any/all, session-level all):")
         print(longmemeval_run.type_table(results))
+        print("\nLongMemEval per half of the development part (tune / report) and the whole:")
+        print(longmemeval_run.half_table(results))
         full = next(r for r in results if r.case == longmemeval_run.CASE and r.config == "full")
         keys = ("messages", "replies", "replies_given", "turns_without_reply", "misattribution",
                 "evidence_kept", "load_seconds", "replay_seconds", "wall_seconds")  # fmt: skip

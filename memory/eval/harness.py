@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory import identity, models
 from memory.adapters import pg_embedded
+from memory.eval import embed_cache as embed_cache_module
 from memory.eval import locomo, metrics, naive
 
 if TYPE_CHECKING:
@@ -63,6 +64,15 @@ class Case:
     #: messages that must never become a personal memory of their author: chat noise, and claims
     #: about another viewer (synthetic gold)
     noise_ids: frozenset[str] = frozenset()
+    #: stream → the corpus the peers rank for a probe of it (``memory.eval.peers``): a channel
+    #: whose questions come streams after the statements is one corpus; default: each stream
+    corpora: Mapping[str, str] = field(default_factory=dict)
+    #: probe message id → the half of the data it belongs to (LoCoMo: ``dev``, ``held-out``);
+    #: empty: the case is not split
+    halves: Mapping[str, str] = field(default_factory=dict)
+
+    def corpus_of(self, stream: str) -> str:
+        return self.corpora.get(stream, stream)
 
 
 def from_synthetic(stream: synthetic.SyntheticStream) -> Case:
@@ -198,8 +208,11 @@ async def _load_lore(services: Any, directory: Path) -> bool:
     return True
 
 
-async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
-    """Replay ``case`` through the real system (``--no-llm``, synchronous consolidation)."""
+async def run_full(
+    case: Case, settings: Settings, *, cache: embed_cache_module.EmbeddingCache | None = None
+) -> list[models.TurnReport]:
+    """Replay ``case`` through the real system (``--no-llm``, synchronous consolidation); the
+    embedder used through ``cache`` when given."""
     from memory import runtime as services_module
     from memory import session
 
@@ -209,7 +222,8 @@ async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
         if report.command is None:
             reports.append(report)
 
-    async with services_module.lifespan(settings, no_llm=True) as services:
+    wrap = None if cache is None else cache.wrap
+    async with services_module.lifespan(settings, no_llm=True, wrap_embedder=wrap) as services:
         if case.lore and not await _load_lore(services, settings.lore_dir):
             logger.warning("no memory spaces wired: lore probes cannot be answered")
         runner = session.Replay(
@@ -223,18 +237,27 @@ async def run_full(case: Case, settings: Settings) -> list[models.TurnReport]:
                 await runner.finish([event.stream])
         await runner.finish()
         await runner.consolidate_now()
+    if cache is not None:
+        cache.flush()
+        logger.info("%s: embedding cache %s", case.name, cache.stats())
     return reports
 
 
 async def run_full_isolated(
-    case: Case, *, overrides: Mapping[str, Mapping[str, Any]] | None = None, **top: Any
+    case: Case,
+    *,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    embed_cache: Path | None = None,
+    **top: Any,
 ) -> list[models.TurnReport]:
-    """``run_full`` in a fresh temporary data folder (embedded Postgres and Qdrant), removed after."""
+    """``run_full`` in a fresh temporary data folder (embedded Postgres and Qdrant), removed after;
+    ``embed_cache``: the folder of the embedding cache (``memory.eval.embed_cache``; None: none)."""
     with temporary_data_dir() as tmp:
         if case.lore:
             top.setdefault("lore_dir", write_lore(tmp / "lore", case.lore))
         settings = eval_settings(tmp, overrides=overrides, **top)
-        return await run_full(case, settings)
+        cache = None if embed_cache is None else embed_cache_module.EmbeddingCache(embed_cache)
+        return await run_full(case, settings, cache=cache)
 
 
 async def run_naive(
@@ -265,6 +288,9 @@ class Result:
     recall_curve: dict[int, float | None]
     #: probe kind → k → mean recall@k
     recall_by_kind: dict[str, dict[int, float | None]]
+    #: probe message id → the items that could answer it, in prompt order (each as the ids it
+    #: covers); for per-question scores of a source (not in the JSON: the per-question figures are)
+    rankings: dict[str, list[frozenset[str]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -360,13 +386,7 @@ def _probe_scores(case: Case, reports: Sequence[models.TurnReport]) -> dict[str,
         }
         for kind in kinds
     }
-    relevant: dict[str, set[str]] = {}
-    for probe, report, _ in per_probe:
-        relevant.setdefault(report.turn_id, set()).update(probe.evidence_ids)
-    irrelevant = metrics.Ratio(hits=0, total=0)
-    for report in {r.turn_id: r for _, r, _ in per_probe}.values():
-        items = [item_ids(i, case.lore) for i in report.recall]
-        irrelevant += metrics.irrelevant_share(items, relevant[report.turn_id])
+    load = prompt_load(case, reports, per_probe)
     episodic = metrics.episodic_recall(
         (
             p.evidence_ids,
@@ -392,10 +412,60 @@ def _probe_scores(case: Case, reports: Sequence[models.TurnReport]) -> dict[str,
         "precision@5": metrics.mean(
             metrics.precision_at_k(r, p.evidence_ids, 5) for p, _, r in per_probe
         ),
-        "irrelevant": irrelevant,
+        "load": load,
+        "rankings": {p.message_id: r for p, _, r in per_probe},
         "episodic": episodic,
         "target_planned": planned,
     }
+
+
+def prompt_load(
+    case: Case,
+    reports: Sequence[models.TurnReport],
+    per_probe: Sequence[tuple[Probe, models.TurnReport, list[frozenset[str]]]],
+) -> metrics.PromptLoad:
+    """The memory items of each probe turn's prompt (every item of the memory block, lore
+    included), against the evidence of the turn's probes; every turn's when the case has no
+    probes (then nothing is relevant and the irrelevant share is not scored)."""
+    relevant: dict[str, set[str]] = {}
+    for probe, report, _ in per_probe:
+        relevant.setdefault(report.turn_id, set()).update(probe.evidence_ids)
+    turns = (
+        {r.turn_id: r for _, r, _ in per_probe} if case.probes else {r.turn_id: r for r in reports}
+    )
+    load = metrics.prompt_load(
+        ([item_ids(i, case.lore) for i in turn.recall], relevant.get(turn.turn_id, ()),
+         [i.text for i in turn.recall])
+        for turn in turns.values()
+    )  # fmt: skip
+    if case.probes:
+        return load
+    return dataclasses.replace(load, irrelevant=metrics.Ratio(hits=0, total=0))
+
+
+def half_figures(
+    case: Case, rankings: Mapping[str, Sequence[frozenset[str]]], prompt: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per half of a split case (``Case.halves``): probes, recall@5, P@5, and the share of the
+    prompt's items covering none of the probe's evidence with the items per prompt (a prompt:
+    the probe's ranking, its first ``prompt`` items when given)."""
+    out: dict[str, dict[str, Any]] = {}
+    for half in sorted(set(case.halves.values())):
+        scored = [(p, rankings[p.message_id][:prompt]) for p in case.probes
+                  if case.halves.get(p.message_id) == half and p.message_id in rankings]  # fmt: skip
+        share = metrics.Ratio(hits=0, total=0)
+        for probe, ranking in scored:
+            share += metrics.irrelevant_share(ranking, probe.evidence_ids)
+        out[half] = {
+            "probes": len(scored),
+            "recall@5": metrics.mean(metrics.recall_at_k(r, p.evidence_ids, 5) for p, r in scored),
+            "precision@5": metrics.mean(
+                metrics.precision_at_k(r, p.evidence_ids, 5) for p, r in scored
+            ),
+            "irrelevant_share": {"value": share.value, "hits": share.hits, "total": share.total},
+            "items_per_prompt": metrics.mean(float(len(r)) for _, r in scored),
+        }
+    return out
 
 
 def _out_of_history(probe: Probe, report: models.TurnReport, position: Mapping[str, int]) -> bool:
@@ -431,7 +501,9 @@ def score(
         **{f"recall@{k}": v for k, v in probes["curve"].items()},
         "precision@5": probes["precision@5"],
         "misattribution": ratio(misattributed),
-        "irrelevant_share": ratio(probes["irrelevant"]),
+        "irrelevant_share": ratio(probes["load"].irrelevant),
+        "items_per_prompt": probes["load"].items_per_prompt,
+        "tokens_per_prompt": probes["load"].tokens_per_prompt,
         "episodic_recall": ratio(probes["episodic"]),
         "target_planned": ratio(probes["target_planned"]),
         "latency_ms": latency.to_json(),
@@ -445,6 +517,8 @@ def score(
         else None,
         "failed_turns": sum(1 for r in reports if r.status is models.TurnStatus.FAILED),
     }
+    if case.halves:
+        values["by_half"] = half_figures(case, probes["rankings"])
     return Result(
         case=case.name,
         config=config,
@@ -452,4 +526,5 @@ def score(
         latencies_ms=latencies,
         recall_curve=probes["curve"],
         recall_by_kind=probes["by_kind"],
+        rankings=probes["rankings"],
     )

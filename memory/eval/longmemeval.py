@@ -16,6 +16,7 @@ retrieval metrics of the paper do. The data README (``../shared/data/README.md``
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import textwrap
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ TYPES = (
     "single-session-assistant",
     "single-session-preference",
 )
+#: the halves of the development part (``half_of``): tuned on, and reported on
+HALVES = ("tune", "report")
 #: Twitch's limit on one chat message
 MAX_CHARS = 500
 #: a user turn and the bot's reply take this long before the next user turn
@@ -211,21 +214,32 @@ def read(path: Path) -> dict[str, Any]:
     return data
 
 
+def half_of(question_id: str) -> str:
+    """The half of the development part a question belongs to (``HALVES``), by a stable hash of
+    its id: whatever is tuned is chosen on ``tune`` and reported on ``report``."""
+    digest = hashlib.blake2b(question_id.encode(), digest_size=8).digest()
+    return HALVES[int.from_bytes(digest, "little") % 2]
+
+
 def load(
     data_dir: Path,
     *,
     first: int | None = None,
     types: Collection[str] | None = None,
     path: Path | None = None,
+    half: str | None = None,
 ) -> list[Channel]:
     """The questions of ``<data_dir>/longmemeval/longmemeval_s_dev.json.gz`` (or ``path``) as
-    channels: abstention questions left out, only ``types`` when given, the first ``first``."""
+    channels: abstention questions left out, only ``types`` when given, only the ``half`` when
+    given (``half_of``), the first ``first``."""
     data = read(path or data_dir / RELATIVE_PATH)
     out: list[Channel] = []
     for index, question in enumerate(data["questions"]):
         if str(question["question_id"]).endswith("_abs"):
             continue
         if types and question["question_type"] not in types:
+            continue
+        if half is not None and half_of(str(question["question_id"])) != half:
             continue
         if first is not None and len(out) >= first:
             break

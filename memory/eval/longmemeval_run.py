@@ -77,6 +77,8 @@ class Options:
     path: Path | None = None
     #: chunks of channels replayed at once, each in a process of its own
     jobs: int = 1
+    #: only this half of the development part (``longmemeval.HALVES``; None: both)
+    half: str | None = None
 
     def file(self, data_dir: Path) -> Path:
         return self.path or data_dir / longmemeval.RELATIVE_PATH
@@ -117,11 +119,15 @@ class ScriptedReplies:
 
 
 async def replay(
-    channels: Sequence[longmemeval.Channel], settings: Settings
+    channels: Sequence[longmemeval.Channel], settings: Settings, *, embed_cache: Path | None = None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """Replay every channel, then its question; the question turns' reports by question id, and
-    replay figures (replies given, seconds)."""
+    replay figures (replies given, seconds, embedding cache hits). ``embed_cache``: the folder
+    of the embedder's cached vectors (``memory.eval.embed_cache``; None: no cache)."""
     from memory import runtime, session
+    from memory.eval import embed_cache as embed_cache_module
+
+    cache = None if embed_cache is None else embed_cache_module.EmbeddingCache(embed_cache)
 
     reports: dict[str, models.TurnReport] = {}
     asked = {c.asked.id: c.question_id for c in channels}
@@ -141,7 +147,8 @@ async def replay(
         "turns_without_reply": 0,
     }
     started = time.perf_counter()
-    async with runtime.lifespan(settings, no_llm=True) as services:
+    wrap = None if cache is None else cache.wrap
+    async with runtime.lifespan(settings, no_llm=True, wrap_embedder=wrap) as services:
         runner = session.Replay(services, deliver, commands=None)
         for number, channel in enumerate(channels, start=1):
             if services.viewers is not None:  # each haystack is a channel: its streams only
@@ -163,6 +170,9 @@ async def replay(
             logger.info("longmemeval %d/%d replayed (%.0f s)", number, len(channels),
                         time.perf_counter() - started)  # fmt: skip
         await runner.consolidate_now()
+    if cache is not None:
+        cache.flush()
+        figures.update(cache.stats())
     figures["replay_seconds"] = round(time.perf_counter() - started, 1)
     return reports, figures
 
@@ -172,6 +182,7 @@ async def replay_isolated(
     *,
     embedder: str = harness.DEFAULT_EMBEDDER,
     jobs: int = 1,
+    embed_cache: Path | None = None,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """``replay`` in fresh temporary data folders (embedded Postgres and Qdrant), removed after:
     one per chunk of at most ``CHUNK`` channels, so no store holds more than their ~1,200 streams;
@@ -187,10 +198,13 @@ async def replay_isolated(
         context = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(min(jobs, len(chunks)), mp_context=context) as pool:
             outcomes = await asyncio.gather(
-                *(loop.run_in_executor(pool, replay_chunk, chunk, embedder) for chunk in chunks)
+                *(
+                    loop.run_in_executor(pool, replay_chunk, chunk, embedder, embed_cache)
+                    for chunk in chunks
+                )
             )
     else:
-        outcomes = [await _replay_folder(chunk, embedder) for chunk in chunks]
+        outcomes = [await _replay_folder(chunk, embedder, embed_cache) for chunk in chunks]
     turns: dict[str, models.TurnReport] = {}
     figures: dict[str, Any] = {}
     for found, counted in outcomes:
@@ -201,19 +215,20 @@ async def replay_isolated(
 
 
 async def _replay_folder(
-    channels: Sequence[longmemeval.Channel], embedder: str
+    channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     with harness.temporary_data_dir("livememory-lme-") as tmp:
-        return await replay(channels, harness.eval_settings(tmp, embedder=embedder))
+        settings = harness.eval_settings(tmp, embedder=embedder)
+        return await replay(channels, settings, embed_cache=embed_cache)
 
 
 def replay_chunk(
-    channels: Sequence[longmemeval.Channel], embedder: str
+    channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None = None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """One chunk replayed in a worker process (``replay_isolated`` with ``jobs`` > 1)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)
-    return asyncio.run(_replay_folder(channels, embedder))
+    return asyncio.run(_replay_folder(channels, embedder, embed_cache))
 
 
 async def evaluate(
@@ -223,15 +238,18 @@ async def evaluate(
     embedder: str = harness.DEFAULT_EMBEDDER,
     peer_embedder: ports.Embedder | None = None,
     with_peers: bool = True,
+    embed_cache: Path | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
-    """The system's scores, then its peers' on the same questions; and the peers skipped."""
+    """The system's scores, then its peers' on the same questions; and the peers skipped.
+    ``embed_cache``: the folder of the embedding cache (None: none)."""
     started = time.perf_counter()
     channels = longmemeval.load(
-        data_dir, first=options.first, types=options.types or None, path=options.path
-    )
+        data_dir, first=options.first, types=options.types or None, path=options.path,
+        half=options.half,
+    )  # fmt: skip
     loaded = time.perf_counter() - started
     replaying = asyncio.ensure_future(
-        replay_isolated(channels, embedder=embedder, jobs=options.jobs)
+        replay_isolated(channels, embedder=embedder, jobs=options.jobs, embed_cache=embed_cache)
     )
     if options.jobs > 1:
         await asyncio.sleep(0)  # the chunks go to their processes; the peers rank meanwhile
@@ -246,8 +264,13 @@ async def evaluate(
              "recall_items_per_turn": metrics.mean(len(t.recall) for t in turns.values()),
              "evidence_kept": evidence_kept(channels)}  # fmt: skip
     details = {qid: {"sources": [i.source for i in turn.recall]} for qid, turn in turns.items()}
-    results = [score(channels, rankings, config="full", extra=extra, details=details)]
-    results += [score(channels, ranked, config=name) for name, ranked in found.items()]
+    texts = {qid: [i.text for i in turn.recall] for qid, turn in turns.items()}
+    results = [score(channels, rankings, config="full", extra=extra, details=details, texts=texts)]
+    for name, ranked in found.items():
+        top = {qid: r[: peers.PROMPT_ITEMS] for qid, r in ranked.items()}
+        shown = {c.question_id: [c.texts[t] for ids in top.get(c.question_id, ()) for t in ids]
+                 for c in channels}  # fmt: skip
+        results.append(score(channels, ranked, config=name, prompts=top, texts=shown))
     return results, skipped
 
 
@@ -325,10 +348,32 @@ def question_scores(channel: longmemeval.Channel, ranking: Ranking) -> dict[str,
         out[f"turn_all@{k}"] = metrics.recall_all_at_k(ranking, turns, k)
         out[f"session_all@{k}"] = metrics.recall_all_at_k(sessions, channel.answer_session_ids, k)
         out[f"recall@{k}"] = metrics.recall_at_k(ranking, turns, k)
+    out["precision@5"] = metrics.precision_at_k(ranking, turns, 5)
     if channel.question_type == "knowledge-update":
         dates = {e.id: e.date for e in channel.evidence}
         out["freshness@5"] = metrics.freshness_at_k(ranking, dates, 5)
     return out
+
+
+def prompt_figures(
+    channels: Sequence[longmemeval.Channel],
+    prompts: Mapping[str, Ranking],
+    texts: Mapping[str, Sequence[str]],
+) -> dict[str, Any]:
+    """Irrelevant share, items and tokens per prompt over ``channels``' questions: ``prompts``,
+    question id → the items of its prompt (the system's: every recall item; a peer's: its first
+    ``peers.PROMPT_ITEMS``); ``texts``, question id → those items' texts."""
+    load = metrics.prompt_load(
+        (prompts[c.question_id], [e.id for e in c.evidence], texts.get(c.question_id, ()))
+        for c in channels
+        if c.question_id in prompts
+    )
+    share = load.irrelevant
+    return {
+        "irrelevant_share": {"value": share.value, "hits": share.hits, "total": share.total},
+        "items_per_prompt": load.items_per_prompt,
+        "tokens_per_prompt": load.tokens_per_prompt,
+    }
 
 
 def aggregate(per_question: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
@@ -343,8 +388,13 @@ def score(
     config: str,
     extra: Mapping[str, Any] | None = None,
     details: Mapping[str, Mapping[str, Any]] | None = None,
+    prompts: Mapping[str, Ranking] | None = None,
+    texts: Mapping[str, Sequence[str]] | None = None,
 ) -> harness.Result:
-    """One system's (or peer's) scores: over all questions and per question type."""
+    """One system's (or peer's) scores: over all questions, per question type and per half of
+    the development part. ``prompts``: the items of each question's prompt (default: its whole
+    ranking), ``texts`` their texts."""
+    prompts = rankings if prompts is None else prompts
     scored = [(c, question_scores(c, rankings[c.question_id]))
               for c in channels if c.question_id in rankings]  # fmt: skip
     by_type = {
@@ -352,7 +402,17 @@ def score(
                **aggregate([s for c, s in scored if c.question_type == kind])}
         for kind in longmemeval.TYPES if any(c.question_type == kind for c, _ in scored)
     }  # fmt: skip
-    overall = aggregate([s for _, s in scored])
+    overall = {
+        **aggregate([s for _, s in scored]),
+        **prompt_figures(channels, prompts, texts or {}),
+    }
+    by_half = {
+        half: {"questions": sum(1 for c in channels if longmemeval.half_of(c.question_id) == half),
+               **aggregate([s for c, s in scored if longmemeval.half_of(c.question_id) == half]),
+               **prompt_figures([c for c in channels if longmemeval.half_of(c.question_id) == half],
+                                prompts, texts or {})}
+        for half in longmemeval.HALVES
+    }  # fmt: skip
     per_question = {
         c.question_id: {"type": c.question_type, **s, **(details or {}).get(c.question_id, {}),
                         "evidence": [e.id for e in c.evidence],
@@ -365,6 +425,7 @@ def score(
         "probes_answered": len(scored),
         **overall,
         "by_type": by_type,
+        "by_half": by_half,
         **(extra or {}),
         "per_question": per_question,
     }
@@ -429,3 +490,40 @@ def type_table(results: Sequence[harness.Result]) -> str:
             rows.append([result.config, kind, values.get("probes_answered", values.get("questions")),
                          *(values.get(key) for _, key in COLUMNS)])  # fmt: skip
     return report.table(["system", "question type", "questions", *(t for t, _ in COLUMNS)], rows)
+
+
+#: (column title, metric key) of the per-half table
+HALF_COLUMNS = (
+    ("any@5", "turn_any@5"),
+    ("all@5", "turn_all@5"),
+    ("fresh@5", "freshness@5"),
+    ("P@5", "precision@5"),
+    ("irrelevant", "irrelevant_share"),
+    ("items/prompt", "items_per_prompt"),
+    ("tokens/prompt", "tokens_per_prompt"),
+)
+
+
+def half_table(results: Sequence[harness.Result]) -> str:
+    """Per half of the development part and over the whole, one row per system, with the margin
+    of the system's all@5 over the BM25-all-turns peer's."""
+    found = [r for r in results if r.case == CASE]
+    bm25 = next((r for r in found if r.config == BM25_ALL), None)
+    rows: list[list[Any]] = []
+    for result in found:
+        groups = [("whole", result.metrics), *result.metrics.get("by_half", {}).items()]
+        for half, values in groups:
+            if not values.get("questions"):
+                continue
+            if bm25 is None:
+                margin = None
+            else:
+                theirs = bm25.metrics if half == "whole" else bm25.metrics["by_half"][half]
+                ours, base = values.get("turn_all@5"), theirs.get("turn_all@5")
+                margin = None if ours is None or base is None else ours - base
+            rows.append([result.config, half, values.get("probes_answered", values.get("questions")),
+                         *(values.get(key) for _, key in HALF_COLUMNS), margin])  # fmt: skip
+    return report.table(
+        ["system", "half", "questions", *(t for t, _ in HALF_COLUMNS), "all@5 - bm25_all_turns"],
+        rows,
+    )

@@ -130,6 +130,40 @@ def irrelevant_share(items: Iterable[Collection[str]], relevant: Collection[str]
     return Ratio(hits=hits, total=total)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptLoad:
+    """What the prompts of the scored turns carried: their memory items, the items covering no
+    evidence of the turn's questions, and the items' tokens (``models.estimate_tokens``)."""
+
+    prompts: int
+    items: int
+    tokens: int
+    irrelevant: Ratio
+
+    @property
+    def items_per_prompt(self) -> float | None:
+        return self.items / self.prompts if self.prompts else None
+
+    @property
+    def tokens_per_prompt(self) -> float | None:
+        return self.tokens / self.prompts if self.prompts else None
+
+
+def prompt_load(
+    prompts: Iterable[tuple[Sequence[Collection[str]], Collection[str], Sequence[str]]],
+) -> PromptLoad:
+    """``prompts``: per prompt, its items (each as the ids it covers, in prompt order), the ids
+    relevant to it (the evidence of its questions) and the items' texts."""
+    count = items = tokens = 0
+    irrelevant = Ratio(hits=0, total=0)
+    for covered, relevant, texts in prompts:
+        count += 1
+        items += len(covered)
+        tokens += sum(models.estimate_tokens(text) for text in texts)
+        irrelevant += irrelevant_share(covered, relevant)
+    return PromptLoad(prompts=count, items=items, tokens=tokens, irrelevant=irrelevant)
+
+
 def episodic_recall(
     probes: Iterable[tuple[Collection[str], Collection[str], bool]],
 ) -> Ratio:

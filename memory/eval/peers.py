@@ -29,7 +29,7 @@ from memory import models
 from memory.eval import harness, metrics
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from memory import ports
 
@@ -38,6 +38,8 @@ BM25_SPEAKER = "bm25_speaker"
 DENSE_SPEAKER = "dense_speaker"
 NAMES = (BM25, BM25_SPEAKER, DENSE_SPEAKER)
 DEPTH = max(harness.KS)
+#: the items a peer would put into a prompt: its first five
+PROMPT_ITEMS = 5
 
 
 class PeersUnavailable(RuntimeError):
@@ -60,13 +62,13 @@ def _bot_pattern(bot_name: str) -> re.Pattern[str]:
 
 
 def corpora(case: harness.Case) -> dict[str, tuple[list[Doc], dict[str, int]]]:
-    """Per stream: its chat messages in order (lore entries first), and probe id → how many of
-    them were said before the probe."""
+    """Per stream (per corpus: ``harness.Case.corpus_of``): its chat messages in order (lore
+    entries first), and probe id → how many of them were said before the probe."""
     probe_ids = {p.message_id for p in case.probes}
     lore = [Doc(id=i, text=t, speaker="") for i, t, _ in case.lore]
     out: dict[str, tuple[list[Doc], dict[str, int]]] = {}
     for event in case.events:
-        docs, before = out.setdefault(event.stream, (list(lore), {}))
+        docs, before = out.setdefault(case.corpus_of(event.stream), (list(lore), {}))
         if event.id in probe_ids:
             before[event.id] = len(docs)
             continue
@@ -158,18 +160,18 @@ async def run(
         latencies: list[float] = []
         for probe in case.probes:
             event = events.get(probe.message_id)
-            if event is None or event.stream not in streams:
+            corpus = case.corpus_of(event.stream) if event is not None else ""
+            if event is None or corpus not in streams:
                 continue
-            text, (docs, before) = event.text, streams[event.stream]
-            for index in indexes.get(event.stream, ()):
+            text, (docs, before) = event.text, streams[corpus]
+            for index in indexes.get(corpus, ()):
                 index.prepare(before[probe.message_id])  # indexing is not query latency
             started = time.perf_counter()
-            order = await rankers[event.stream](
-                pattern.sub(" ", text).strip(), before[probe.message_id]
-            )
+            order = await rankers[corpus](pattern.sub(" ", text).strip(), before[probe.message_id])
             latencies.append((time.perf_counter() - started) * 1000)
             rankings[probe.message_id] = [frozenset({docs[i].id}) for i in order]
-        results.append(score(case, name, rankings, latencies))
+        texts = {d.id: d.prefixed for docs, _ in streams.values() for d in docs}
+        results.append(score(case, name, rankings, latencies, texts=texts))
     return results, skipped
 
 
@@ -217,8 +219,11 @@ def score(
     name: str,
     rankings: dict[str, list[frozenset[str]]],
     latencies: list[float],
+    *,
+    texts: Mapping[str, str] | None = None,
 ) -> harness.Result:
-    """The recall metrics of one peer (the other columns do not apply: None)."""
+    """The recall and precision metrics of one peer (the other columns do not apply: None). Its
+    prompt is its first ``PROMPT_ITEMS`` items (``texts``: document id → the text it ranked)."""
     scored = [(p, rankings[p.message_id]) for p in case.probes if p.message_id in rankings]
     curve = {
         k: metrics.mean(metrics.recall_at_k(r, p.evidence_ids, k) for p, r in scored)
@@ -241,9 +246,12 @@ def score(
         "precision@5": metrics.mean(
             metrics.precision_at_k(r, p.evidence_ids, 5) for p, r in scored
         ),
+        **prompt_figures(scored, texts or {}),
         "latency_ms": metrics.latency(latencies).to_json(),
         "peer": True,
     }
+    if case.halves:
+        values["by_half"] = harness.half_figures(case, rankings, PROMPT_ITEMS)
     return harness.Result(
         case=case.name,
         config=name,
@@ -251,4 +259,23 @@ def score(
         latencies_ms=latencies,
         recall_curve=curve,
         recall_by_kind=by_kind,
+        rankings=dict(rankings),
     )
+
+
+def prompt_figures(
+    scored: Sequence[tuple[harness.Probe, Sequence[frozenset[str]]]], texts: Mapping[str, str]
+) -> dict[str, Any]:
+    """Irrelevant share, items and tokens per prompt of a peer's prompts (its first
+    ``PROMPT_ITEMS`` items a probe)."""
+    load = metrics.prompt_load(
+        (top, p.evidence_ids, [texts.get(i, "") for ids in top for i in ids])
+        for p, ranking in scored
+        for top in (ranking[:PROMPT_ITEMS],)
+    )
+    share = load.irrelevant
+    return {
+        "irrelevant_share": {"value": share.value, "hits": share.hits, "total": share.total},
+        "items_per_prompt": load.items_per_prompt,
+        "tokens_per_prompt": load.tokens_per_prompt,
+    }

@@ -56,6 +56,8 @@ QUALITY_COLUMNS = (
     ("P@5", "precision@5"),
     ("misattribution", "misattribution"),
     ("irrelevant", "irrelevant_share"),
+    ("items/prompt", "items_per_prompt"),
+    ("tokens/prompt", "tokens_per_prompt"),
     ("episodic R", "episodic_recall"),
     ("target planned", "target_planned"),
     ("mem p50 ms", None),
@@ -81,6 +83,29 @@ def quality_table(results: Sequence[harness.Result]) -> str:
                 row.append(m.get(key or ""))
         rows.append(row)
     return table(["data", "config", *(t for t, _ in QUALITY_COLUMNS)], rows)
+
+
+HALF_COLUMNS = (
+    ("probes", "probes"),
+    ("R@5", "recall@5"),
+    ("P@5", "precision@5"),
+    ("irrelevant", "irrelevant_share"),
+    ("items/prompt", "items_per_prompt"),
+)
+
+
+def half_table(results: Sequence[harness.Result]) -> str:
+    """Per half of each split case (LoCoMo: dev, held-out), one row per system ("" when no case
+    is split)."""
+    rows = [
+        [result.case, result.config, half, *(values.get(key) for _, key in HALF_COLUMNS)]
+        for result in results
+        for half, values in result.metrics.get("by_half", {}).items()
+        if result.case not in ("longmemeval", "regulars")
+    ]
+    if not rows:
+        return ""
+    return table(["data", "config", "half", *(t for t, _ in HALF_COLUMNS)], rows)
 
 
 def by_kind_table(results: Sequence[harness.Result]) -> str:
@@ -280,7 +305,10 @@ METHOD = """## Method
   viewer after the conversation; **P@5**: share of the first 5 items covering some evidence.
 - **misattribution**: share of personal items (profile, targeted recall) recalled for a viewer whose
   origin messages were not all written by that viewer, over every turn.
-- **irrelevant**: share of recall items of probe turns covering none of the turn's evidence.
+- **irrelevant**: share of recall items of probe turns covering none of the turn's evidence;
+  **items/prompt**, **tokens/prompt**: memory items of a probe turn's prompt and their tokens
+  (`models.estimate_tokens`; every turn's on IRC, which has no probes). A peer's prompt is its
+  first 5 items.
 - **episodic R**: probes about a moment that more chat messages separate from the question than the
   loaded working history held; a hit when every evidence message was recalled.
 - **target planned**: share of probes about a viewer where the planner selected that viewer.

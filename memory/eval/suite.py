@@ -17,19 +17,29 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import filtering, harness, irc, locomo, longmemeval_run, peers, synthetic
+from memory.eval import embed_cache as embed_cache_module
+from memory.eval import (
+    filtering,
+    harness,
+    irc,
+    locomo,
+    longmemeval_run,
+    peers,
+    regulars,
+    synthetic,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from memory import ports
+    from memory import models, ports
 
 logger = logging.getLogger(__name__)
 
 BASELINE_PATH = Path(__file__).with_name("baseline.json")
 SOURCES = ("synthetic", "locomo", "irc")
-#: every source ``--sources`` accepts (LongMemEval only when named)
-ALL_SOURCES = (*SOURCES, "longmemeval")
+#: every source ``--sources`` accepts (the regulars channel and LongMemEval only when named)
+ALL_SOURCES = (*SOURCES, regulars.CASE, "longmemeval")
 #: recall@5 may drop this much below the recorded baseline before the gate fails
 DEFAULT_TOLERANCE = 0.02
 SEED = 7
@@ -51,9 +61,10 @@ class Sizes:
 
 
 #: LoCoMo's development half (tuning) and held-out half (reporting): conversations 1–5 and 6–10
+DEV_CONVERSATIONS = 5
 LOCOMO_HALVES: dict[str, dict[str, Any]] = {
-    "dev": {"locomo_conversations": 5, "locomo_skip": 0},
-    "held-out": {"locomo_conversations": None, "locomo_skip": 5},
+    "dev": {"locomo_conversations": DEV_CONVERSATIONS, "locomo_skip": 0},
+    "held-out": {"locomo_conversations": None, "locomo_skip": DEV_CONVERSATIONS},
 }
 QUICK = Sizes(viewers=12, filler=220, locomo_conversations=1, locomo_sessions=3,
               locomo_questions=25, irc_hours=1, irc_messages=250)  # fmt: skip
@@ -74,7 +85,14 @@ def locomo_case(data_dir: Path, sizes: Sizes) -> harness.Case:
         max_sessions=sizes.locomo_sessions,
         max_questions=sizes.locomo_questions,
     )
-    return harness.from_locomo(conversations[sizes.locomo_skip :])
+    kept = conversations[sizes.locomo_skip :]
+    case = harness.from_locomo(kept)
+    half = {c.stream: "dev" if sizes.locomo_skip + i < DEV_CONVERSATIONS else "held-out"
+            for i, c in enumerate(kept)}  # fmt: skip
+    streams = {e.id: e.stream for e in case.events}
+    return dataclasses.replace(
+        case, halves={p.message_id: half[streams[p.message_id]] for p in case.probes}
+    )
 
 
 def irc_case(data_dir: Path, sizes: Sizes) -> harness.Case:
@@ -114,6 +132,8 @@ def build_case(source: str, data_dir: Path, sizes: Sizes) -> harness.Case:
         return synthetic_case(sizes)
     if source == "locomo":
         return locomo_case(data_dir, sizes)
+    if source == regulars.CASE:
+        return regulars.case()
     return irc_case(data_dir, sizes)
 
 
@@ -129,19 +149,50 @@ async def run_quality(
     locomo_half: str | None = None,
     lme: longmemeval_run.Options | None = None,
     sparse_scheme: str | None = None,
+    embed_cache: Path | None = None,
 ) -> tuple[list[harness.Result], dict[str, str]]:
     """Results per source (the system's, then its peers' on the same probes), and what was
     skipped with the reason. ``locomo_first``: full runs on LoCoMo's first N conversations only;
     ``lme``: which LongMemEval questions (quick: the first ``longmemeval_run.QUICK_FIRST``);
-    ``sparse_scheme``: ``memory.sparse_scheme`` of the system (None: the default)."""
+    ``sparse_scheme``: ``memory.sparse_scheme`` of the system (None: the default);
+    ``embed_cache``: the folder where the system's and the dense peer's vectors are kept across
+    runs (``memory.eval.embed_cache``; None: no cache)."""
     sizes = QUICK if quick else FULL
     if locomo_first is not None and not quick:
         sizes = dataclasses.replace(sizes, locomo_conversations=locomo_first)
     if locomo_half is not None and not quick:
         sizes = dataclasses.replace(sizes, **LOCOMO_HALVES[locomo_half])
+    peer_cache = None if embed_cache is None else embed_cache_module.EmbeddingCache(embed_cache)
+    peer_embedder = await _peer_embedder(embedder) if with_peers else None
+    if peer_embedder is not None and peer_cache is not None:
+        peer_embedder = peer_cache.wrap(peer_embedder)
+    try:
+        return await _run_sources(
+            sources, data_dir, sizes, system=system, embedder=embedder, lme=lme, quick=quick,
+            peer_embedder=peer_embedder, with_peers=with_peers, sparse_scheme=sparse_scheme,
+            embed_cache=embed_cache,
+        )  # fmt: skip
+    finally:
+        if peer_cache is not None:
+            peer_cache.flush()
+
+
+async def _run_sources(
+    sources: Sequence[str],
+    data_dir: Path,
+    sizes: Sizes,
+    *,
+    system: str,
+    embedder: str,
+    lme: longmemeval_run.Options | None,
+    quick: bool,
+    peer_embedder: ports.Embedder | None,
+    with_peers: bool,
+    sparse_scheme: str | None,
+    embed_cache: Path | None,
+) -> tuple[list[harness.Result], dict[str, str]]:
     results: list[harness.Result] = []
     skipped: dict[str, str] = {}
-    peer_embedder = await _peer_embedder(embedder) if with_peers else None
     for source in sources:
         reason = data_available(data_dir, source, lme)
         if source == "longmemeval" and system == "naive":
@@ -156,7 +207,7 @@ async def run_quality(
                 options = dataclasses.replace(options, first=longmemeval_run.QUICK_FIRST)
             found, missing = await longmemeval_run.evaluate(
                 data_dir, options, embedder=embedder, peer_embedder=peer_embedder,
-                with_peers=with_peers,
+                with_peers=with_peers, embed_cache=embed_cache,
             )  # fmt: skip
             results.extend(found)
             skipped.update({f"{source} {name}": why for name, why in missing.items()})
@@ -166,15 +217,34 @@ async def run_quality(
             reports = await harness.run_naive(case)
         else:
             overrides = {"memory": {"sparse_scheme": sparse_scheme}} if sparse_scheme else None
-            reports = await harness.run_full_isolated(case, overrides=overrides, embedder=embedder)
-        result = harness.score(case, reports, config=system)
-        result.metrics.update(filtering.shares(case))
-        results.append(result)
-        if with_peers and case.probes:
-            found, missing = await peers.run(case, peer_embedder)
-            results.extend(found)
-            skipped.update({f"{source} {name}": why for name, why in missing.items()})
+            reports = await harness.run_full_isolated(
+                case, overrides=overrides, embedder=embedder, embed_cache=embed_cache
+            )
+        found, missing = await _scored(case, reports, system, peer_embedder, with_peers=with_peers)
+        results += found
+        skipped.update({f"{source} {name}": why for name, why in missing.items()})
     return results, skipped
+
+
+async def _scored(
+    case: harness.Case,
+    reports: Sequence[models.TurnReport],
+    system: str,
+    peer_embedder: ports.Embedder | None,
+    *,
+    with_peers: bool,
+) -> tuple[list[harness.Result], dict[str, str]]:
+    """The system's result on ``case``, then its peers' on the same probes; the peers skipped."""
+    result = harness.score(case, reports, config=system)
+    result.metrics.update(filtering.shares(case))
+    found, missing = (
+        await peers.run(case, peer_embedder) if with_peers and case.probes else ([], {})
+    )
+    if case.name == regulars.CASE:
+        corpus = regulars.load()
+        for scored in (result, *found):
+            regulars.annotate(scored, corpus)
+    return [result, *found], missing
 
 
 async def embedder_name(choice: str) -> str:
@@ -264,3 +334,24 @@ def _below_peer(results: Sequence[harness.Result], peer: str = peers.BM25_SPEAKE
                 "on the same probes"
             )
     return failures
+
+
+def reported(results: Sequence[harness.Result]) -> list[str]:
+    """The precision figures of the system on each source, reported beside the gate, never gated."""
+    lines = []
+    for result in results:
+        if result.config != "full" or result.metrics.get("peer"):
+            continue
+        m = result.metrics
+        share = m.get("irrelevant_share") or {}
+        lines.append(
+            f"REPORTED (not gated): {result.case} P@5 {_shown(m.get('precision@5'))}, irrelevant "
+            f"share {_shown(share.get('value'))} ({share.get('hits')}/{share.get('total')}), "
+            f"items/prompt {_shown(m.get('items_per_prompt'), 1)}, "
+            f"tokens/prompt {_shown(m.get('tokens_per_prompt'), 0)}"
+        )
+    return lines
+
+
+def _shown(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
