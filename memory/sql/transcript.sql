@@ -38,9 +38,10 @@ WHERE t.id = $1 AND NOT EXISTS (SELECT 1 FROM opened)
   AND NOT EXISTS (SELECT 1 FROM turn_outcomes o WHERE o.turn_id = t.id);
 
 -- transcript_insert_outcome --
--- description: end a turn ($1 turn id, $2 status, $3 reply, $4 error, $5 reply ts, $6 timings jsonb, $7 report jsonb, $8 reason)
+-- description: end a turn ($1 turn id, $2 status, $3 reply, $4 error, $5 reply ts, $6 timings jsonb, $7 report jsonb, $8 reason); a retry after a commit whose answer the connection lost finds the outcome written and leaves it
 INSERT INTO turn_outcomes (turn_id, status, reply, error, ts, timings, report, reason)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (turn_id) DO NOTHING;
 
 -- transcript_get_turn --
 -- description: one turn with its status ($1 turn id)
