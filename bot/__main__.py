@@ -226,6 +226,8 @@ def configure_logging(args: argparse.Namespace, settings: settings_module.Settin
         logs.configure(level, fmt)
 
 
+#: what each command is, in the line of an embedded Postgres it adopted (``pg_embedded.EXITING``)
+EXITING = {"replay": "this replay", "import": "this import", "web": "this dashboard"}
 #: the commands whose stores open first thing (``run`` checks the Twitch credentials before)
 OPENS_STORES = ("console", "replay", "import")
 
@@ -255,6 +257,8 @@ def main(argv: list[str] | None = None, *, entry: bool = False) -> int:
     except SystemExit as exc:
         return int(exc.code or EXIT_USAGE)
     configure_logging(args, settings)
+    # what the line of an adopted embedded Postgres says will stop it ("… when this bot exits")
+    pg_embedded.EXITING = EXITING.get(args.command, "this bot")
     with stopping.handling():
         if entry:
             start_early(args, settings)
