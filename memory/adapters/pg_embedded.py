@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -213,6 +214,9 @@ def _at_exit() -> None:
 
 def _end(folder: Path, use: _Use) -> None:
     """The end of this process's use: the server stops unless another live user remains."""
+    if not (folder / USERS).is_dir():  # the data folder is gone: nothing of it is left to stop
+        _unregister(use.handle, use.lock)
+        return
     with _turn(folder):
         _detach_wheel(folder / "postgres")
         _unregister(use.handle, use.lock)
@@ -429,8 +433,6 @@ def _detach_wheel(pgdata: Path) -> None:
 def _listed_by_wheel(pgdata: Path) -> list[int]:
     """The dead pids of the wheel's own list of users (a server left by an older release, which
     kept no lock files): only for the adoption line."""
-    import json
-
     try:
         pids = json.loads((pgdata / ".handle_pids.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
