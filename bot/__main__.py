@@ -3,6 +3,9 @@
 ``run`` and ``console`` host the admin endpoint ``python -m memory.admin`` forwards to, and with
 ``--web`` the dashboard (``bot.hosting``).
 
+SIGINT, SIGTERM and SIGHUP stop every command as ``/quit`` stops the console, with exit code 0; a
+second signal exits at once (``memory.stopping``).
+
 Settings are loaded once here and passed down. Expected errors (a service down, a malformed
 transcript line, Ollama not running) print one clear line and exit non-zero, without a traceback.
 """
@@ -18,10 +21,11 @@ from typing import TYPE_CHECKING
 
 from bot import errors as bot_errors
 from config import settings as settings_module
-from memory import errors, identity, logs
+from memory import errors, identity, logs, stopping
 from memory.adapters import pg_embedded
 from memory.history import chatlogs
 from memory.ops import control
+from memory.ops.wording import counted
 
 if TYPE_CHECKING:
     from memory import runtime as services_module
@@ -107,26 +111,35 @@ async def _check_model(services: services_module.Services) -> None:
 
 
 async def _main(args: argparse.Namespace, settings: settings_module.Settings) -> int:
+    with stopping.watch() as stop:
+        return await _command(args, settings, stop)
+
+
+async def _command(
+    args: argparse.Namespace, settings: settings_module.Settings, stop: asyncio.Event
+) -> int:
+    """Run the command until it ends or ``stop`` (a signal) asks it to stop, the way it stops on
+    its own: 0 either way."""
     from bot import hosting, replay
     from memory import runtime as services_module
 
     if args.command == "run":
         from bot.twitch import run as twitch_run
 
-        return await twitch_run.main(settings, no_llm=args.no_llm, web=args.web)
+        return await twitch_run.main(settings, no_llm=args.no_llm, web=args.web, stop=stop)
     if args.command == "web":
         from bot.web import serve
 
-        return await serve.main(settings)
+        return await serve.main(settings, stop=stop)
     if args.command in ("replay", "import") and not args.file.is_file():
         what = "transcript file" if args.command == "replay" else "chat log"
         print(f"error: no such {what}: {args.file}", file=sys.stderr)
         return EXIT_ERROR
     await hosting.refuse_second_bot(settings)  # before anything else is said or opened
     if args.command == "import":
-        return await _import(args, settings)
+        return await _import(args, settings, stop)
     if args.command == "console":
-        return await _console(args, settings)
+        return await _console(args, settings, stop)
     settings = default_bot_login(settings)
     # a replay runs consolidation itself (after each turn with --sync-consolidation, else at the end)
     async with services_module.lifespan(
@@ -141,11 +154,14 @@ async def _main(args: argparse.Namespace, settings: settings_module.Settings) ->
             no_llm=args.no_llm,
             sync_consolidation=args.sync_consolidation,
             commands=services.commands,
+            stop=stop,
         )
     return 0
 
 
-async def _console(args: argparse.Namespace, settings: settings_module.Settings) -> int:
+async def _console(
+    args: argparse.Namespace, settings: settings_module.Settings, stop: asyncio.Event
+) -> int:
     """The console bot, with the admin endpoint (and with ``--web`` the dashboard) beside it."""
     from bot import console, hosting
     from memory import runtime as services_module
@@ -154,7 +170,9 @@ async def _console(args: argparse.Namespace, settings: settings_module.Settings)
     async with services_module.lifespan(settings, no_llm=args.no_llm) as services:
         await _check_model(services)
         async with hosting.hosting(settings, services, web=args.web):
-            await console.console(services, no_llm=args.no_llm, commands=services.commands)
+            await console.console(
+                services, no_llm=args.no_llm, commands=services.commands, stop=stop
+            )
     return 0
 
 
@@ -171,15 +189,26 @@ def default_bot_login(settings: settings_module.Settings) -> settings_module.Set
     return settings.model_copy(update={"bot_login": login})
 
 
-async def _import(args: argparse.Namespace, settings: settings_module.Settings) -> int:
+async def _import(
+    args: argparse.Namespace, settings: settings_module.Settings, stop: asyncio.Event
+) -> int:
     from bot import importer
     from memory import runtime as services_module
 
     async with services_module.lifespan(settings, no_llm=True, background_worker=False) as services:
-        report = await importer.import_log(services, args.file, fmt=args.format, stream=args.stream)
+        report = await importer.import_log(
+            services, args.file, fmt=args.format, stream=args.stream, stop=stop
+        )
+    into = ", ".join(report.streams) or "no stream"
+    if report.stopped:
+        print(
+            f"import stopped ({stopping.requested()}) after {counted(report.done, 'message')} of "
+            f"{report.messages}: run the same command again to go on"
+        )
+        return 0
     print(
-        f"imported {report.messages} messages into {', '.join(report.streams) or 'no stream'}: "
-        f"{report.turns} turns, skipped {report.skipped} already answered"
+        f"imported {counted(report.messages, 'message')} into {into}: "
+        f"{counted(report.turns, 'turn')}, skipped {report.skipped} already answered"
     )
     return 0
 
@@ -197,6 +226,8 @@ def configure_logging(args: argparse.Namespace, settings: settings_module.Settin
         logs.configure(level, fmt)
 
 
+#: what each command is, in the line of an embedded Postgres it adopted (``pg_embedded.EXITING``)
+EXITING = {"replay": "this replay", "import": "this import", "web": "this dashboard"}
 #: the commands whose stores open first thing (``run`` checks the Twitch credentials before)
 OPENS_STORES = ("console", "replay", "import")
 
@@ -226,15 +257,18 @@ def main(argv: list[str] | None = None, *, entry: bool = False) -> int:
     except SystemExit as exc:
         return int(exc.code or EXIT_USAGE)
     configure_logging(args, settings)
-    if entry:
-        start_early(args, settings)
-    try:
-        return asyncio.run(_main(args, settings))
-    except (errors.MemoryServiceError, bot_errors.BotError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
+    # what the line of an adopted embedded Postgres says will stop it ("… when this bot exits")
+    pg_embedded.EXITING = EXITING.get(args.command, "this bot")
+    with stopping.handling():
+        if entry:
+            start_early(args, settings)
+        try:
+            return asyncio.run(_main(args, settings))
+        except (errors.MemoryServiceError, bot_errors.BotError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        except KeyboardInterrupt:  # the signals are handled: only a KeyboardInterrupt raised
+            return 130
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import signal
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -14,10 +13,10 @@ from typing import TYPE_CHECKING, Literal, TextIO
 import pydantic
 
 from bot import output
-from memory import errors, identity, inbound, models, session
+from memory import errors, identity, inbound, models, session, stopping
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncGenerator
 
     from memory import ports
     from memory import runtime as services_module
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
 HELP = """Type `login: message` to chat as a viewer (e.g. `alice: I moved to Turin`).
 Badges: `bob[moderator]: !memory @alice`. A line without `login:` is said by `viewer`.
 /quit or Ctrl-D leaves."""
-#: the console stops on these as on /quit (SIGINT: asyncio.run cancels the main task itself)
-STOP_SIGNALS = (signal.SIGTERM,)
 
 
 def console_user_id(login: str) -> str:
@@ -88,7 +85,7 @@ def parse_line(line: str, stream: str, prefix: str) -> models.ChatEvent | None:
     )
 
 
-async def lines(source: TextIO = sys.stdin) -> AsyncIterator[str]:
+async def lines(source: TextIO = sys.stdin) -> AsyncGenerator[str]:
     """The lines of ``source`` as they arrive: every line of a paste (several lines in one write)
     at once. A regular file (``< file``) is read whole; invalid UTF-8 is replaced, a line over
     ``LINE_BYTES_MAX`` is refused with a message."""
@@ -121,9 +118,11 @@ async def console(
     *,
     no_llm: bool,
     commands: ports.CommandHandler | None = None,
+    stop: asyncio.Event | None = None,
 ) -> None:
-    """Feed typed lines to a live session until /quit, end of input or SIGTERM; on each, the
-    session finishes its turns and the caller's hosting (admin endpoint, control file) and stores
+    """Feed typed lines to a live session until /quit, end of input or ``stop`` (a signal:
+    ``memory.stopping``); on each, the session finishes its turns (within
+    ``session.STOP_SECONDS``) and the caller's hosting (admin endpoint, control file) and stores
     close as on any exit."""
     stream = identity.temporary_stream_id()
     print(HELP, file=sys.stderr)
@@ -133,38 +132,42 @@ async def console(
         output.human(report, no_llm=no_llm)
 
     async with session.LiveSession(services, deliver, commands=commands) as live:
-        reading = asyncio.ensure_future(_feed(live, stream, services.settings.twitch.prefix))
-        with _cancelled_on_signals(reading), contextlib.suppress(asyncio.CancelledError):
-            await reading
-        if reading.cancelled():
-            print("stopping (SIGTERM)", file=sys.stderr)
+        stopped = await _feed(live, stream, services.settings.twitch.prefix, stop)
+        if stopped:
+            print(f"stopping ({stopping.requested() or 'signal'})", file=sys.stderr, flush=True)
 
 
-async def _feed(live: session.LiveSession, stream: str, prefix: str) -> None:
-    async for line in lines():
-        if line.strip() in {"/quit", "/exit"}:
-            return
-        try:
-            event = parse_line(line, stream, prefix)
-        except errors.InvalidInput as exc:
-            print(f"error: {exc} (line ignored)", file=sys.stderr)
-            continue
-        if event is not None:
-            await live.feed(event)
-
-
-@contextlib.contextmanager
-def _cancelled_on_signals(task: asyncio.Future[None]) -> Iterator[None]:
-    """``task`` is cancelled on ``STOP_SIGNALS`` while the block runs (where the loop can take
-    signal handlers: the main thread of a POSIX process)."""
-    loop = asyncio.get_running_loop()
-    installed = []
-    for signum in STOP_SIGNALS:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, task.cancel)
-            installed.append(signum)
+async def _feed(
+    live: session.LiveSession, stream: str, prefix: str, stop: asyncio.Event | None
+) -> bool:
+    """Feed the typed lines until /quit or end of input (False) or ``stop`` (True). A stop cuts
+    the wait for the next line, never a line being stored."""
+    source = lines()
+    stopped = asyncio.ensure_future(stop.wait() if stop is not None else asyncio.Future())
     try:
-        yield
+        while True:
+            typed = asyncio.ensure_future(anext(source))
+            await asyncio.wait({typed, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not typed.done():
+                typed.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await typed
+                return True
+            try:
+                line = typed.result()
+            except StopAsyncIteration:
+                return False
+            if line.strip() in {"/quit", "/exit"}:
+                return False
+            try:
+                event = parse_line(line, stream, prefix)
+            except errors.InvalidInput as exc:
+                print(f"error: {exc} (line ignored)", file=sys.stderr)
+                continue
+            if event is not None:
+                await live.feed(event)
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        stopped.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await stopped
+        await source.aclose()

@@ -39,9 +39,7 @@ async def hosting(
             from bot.web import serve  # uvicorn, Starlette, Jinja2: only for a bot that serves it
 
             local = serve.sign_in_for(settings, in_bot=True)
-            served = await stack.enter_async_context(
-                serve.serving(settings, services, local=local, in_bot=True)
-            )
+            served = await stack.enter_async_context(serve.serving(settings, services, local=local))
             dashboard = f"http://{settings.web.host}:{served.port}"
             if local is not None:
                 link = local.link(dashboard)

@@ -18,6 +18,7 @@ from memory import session
 from memory.history import chatlogs
 
 if TYPE_CHECKING:
+    import asyncio
     from pathlib import Path
 
     from memory import models
@@ -34,6 +35,10 @@ class ImportReport:
     skipped: int
     turns: int
     streams: tuple[str, ...]
+    #: messages fed (all of them, unless stopped)
+    done: int = 0
+    #: stopped by a signal before the end: run it again to go on
+    stopped: bool = False
 
 
 class Progress:
@@ -63,8 +68,10 @@ async def import_log(
     fmt: str = "auto",
     stream: str | None = None,
     progress: TextIO | None = None,
+    stop: asyncio.Event | None = None,
 ) -> ImportReport:
-    """Backfill memory from ``path``; see the module docstring."""
+    """Backfill memory from ``path``; see the module docstring. ``stop`` (a signal) ends it after
+    the message being fed, the rest left for the same command run again."""
     events = list(chatlogs.read(path, fmt, stream=stream, prefix=services.settings.twitch.prefix))
     turns = 0
 
@@ -74,17 +81,26 @@ async def import_log(
 
     runner = session.Replay(services, count, commands=None)
     bar = Progress(len(events), progress)
+    done = 0
+    stopped = False
     try:
-        for done, event in enumerate(events, start=1):
+        for event in events:
+            if stop is not None and stop.is_set():
+                stopped = True
+                break
             await runner.feed(event)
+            done += 1
             bar.update(done)
     finally:
-        await runner.finish()
-        await runner.consolidate_now()
-    bar.update(len(events), final=True)
+        if not stopped:
+            await runner.finish()
+            await runner.consolidate_now()
+    bar.update(done, final=True)
     return ImportReport(
         messages=len(events),
         skipped=runner.skipped,
         turns=turns,
         streams=tuple(dict.fromkeys(e.stream for e in events)),
+        done=done,
+        stopped=stopped,
     )

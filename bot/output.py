@@ -56,7 +56,12 @@ def human(report: models.TurnReport, *, no_llm: bool, out: TextIO = sys.stdout) 
         lines.append(f"  FAILED  {report.error}")
     elif report.reply is not None:
         lines.append(f"  reply   {report.reply}")
-    elif no_llm:
-        lines.append("  reply   (--no-llm: no model call; the prompt above stands in)")
+    elif no_llm:  # no prompt is shown: say what memory it would carry
+        carried = (
+            "its prompt would carry the memory recalled above"
+            if report.recall
+            else "nothing was recalled for its prompt"
+        )
+        lines.append(f"  reply   (--no-llm: no model call; {carried})")
     out.write("\n".join(lines) + "\n")
     out.flush()

@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 
 #: the error of a turn a crash left pending (closed when its stream is next served)
 INTERRUPTED = "interrupted: the process stopped before this turn ended"
+#: how long a live session's stop waits for the turns queued and in flight (``docker stop``
+#: kills after 10 s); those still running then are cut short, their messages stored
+STOP_SECONDS = 8.0
 
 
 class Session:
@@ -317,7 +320,15 @@ class LiveSession(Session):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.drain()
+        if not await self.drain(within=STOP_SECONDS):
+            logger.warning(
+                "the turns still running after %.0f s were cut short: their messages are stored "
+                "(an unfinished turn is closed as failed when its stream is next served)",
+                STOP_SECONDS,
+                extra={"action": "turns_cut"},
+            )
+            for task in self._tasks:
+                task.cancel()
         if self.ingest is not None:
             await self.ingest.aclose()  # what still waits for Postgres stays for the next run
         if self._spool is not None:
@@ -331,9 +342,19 @@ class LiveSession(Session):
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def drain(self) -> None:
-        """Close the open batches and wait until every queued turn has run."""
+    async def drain(self, *, within: float | None = None) -> bool:
+        """Close the open batches and wait until every queued turn has run (at most ``within``
+        seconds: whether they all did)."""
         for batch in self.batcher.flush():
             self._enqueue(batch)
-        for queue in list(self._queues.values()):
-            await queue.join()
+
+        async def joined() -> None:
+            for queue in list(self._queues.values()):
+                await queue.join()
+
+        try:
+            async with asyncio.timeout(within):
+                await joined()
+        except TimeoutError:
+            return False
+        return True

@@ -8,12 +8,16 @@ of a turn report, a log line) with a bounded blocking read, never a sleep.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -28,6 +32,17 @@ LINE_SECONDS = 120.0
 #: the console, its log on the terminal too (the worker's job lines are DEBUG-level chatter)
 CONSOLE = ("console", "--no-llm", "--web", "--log-level", "DEBUG")
 LINK = re.compile(r"sign in with this one-time link \(this PC only\): (\S+)")
+
+
+#: run ``python ARGV`` with SIGINT, SIGTERM and SIGHUP at their defaults, as a terminal starts it,
+#: whatever the test runner inherited (``nohup``, a background job ignore some): the same process
+#: (``exec``), so its pid is the bot's
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys\n"
+    "for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n"
+    "    signal.signal(signum, signal.SIG_DFL)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
 
 
 def embedded_env(tmp_path: Path) -> dict[str, str]:
@@ -80,7 +95,7 @@ class LiveBot:
         defaults."""
         env = {**embedded_env(tmp_path), **(env or {})}
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot", *(argv or CONSOLE)],
+            [sys.executable, "-c", AS_FROM_A_TERMINAL, "-m", "bot", *(argv or CONSOLE)],
             env={**cli.environment(), **env},
             cwd=tmp_path,
             stdin=subprocess.PIPE,
@@ -160,9 +175,48 @@ class LiveBot:
         return code
 
     def kill(self) -> None:
+        """The test's finalizer: the bot killed if it still runs, and the embedded Postgres of its
+        folder stopped if one is left (a failed test leaves nothing running)."""
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        stop_postgres_of(self.data_dir)
+
+    def wait_exit(self) -> int:
+        """The exit code, once the process has exited (the rest of its log is read)."""
+        code = self.process.wait(timeout=LINE_SECONDS)
+        while (line := self.err.get(timeout=LINE_SECONDS)) is not None:
+            self.log.append(line)
+        return code
+
+
+def postgres_of(data_dir: Path) -> int | None:
+    """The pid of the embedded Postgres running on ``data_dir``: the first line of its
+    ``postmaster.pid``, a live process whose command line names the folder (else None)."""
+    pgdata = data_dir.resolve() / "postgres"
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            args = handle.read().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    return pid if str(pgdata).encode() in args else None
+
+
+def stop_postgres_of(data_dir: Path) -> None:
+    """Stop the embedded Postgres left running on a test's own ``data_dir`` (by the pid of its
+    ``postmaster.pid``; a server of any other folder is never touched)."""
+    pid = postgres_of(data_dir)
+    if pid is None:
+        return
+    for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+        deadline = time.monotonic() + 10
+        while postgres_of(data_dir) == pid and time.monotonic() < deadline:
+            time.sleep(0.01)  # a server's own shutdown, bounded: no event to wait for
+        if postgres_of(data_dir) != pid:
+            return
 
 
 def recalled(report: list[str]) -> list[str]:

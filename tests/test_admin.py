@@ -208,7 +208,7 @@ async def test_lore_load_replaces_the_lore_space(
     small.mkdir()
     (small / "one.md").write_text("# x\n\n## Biscotto\nThe mascot pigeon.\nEntities: Bisco\n")
     code, out, _ = await run(settings, "lore", "load", str(small), "--yes")
-    assert (code, out.strip()) == (0, f"lore loaded: 1 entries from {small}")
+    assert (code, out.strip()) == (0, f"lore loaded: 1 entry from {small}")
     memory = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
     try:
         [entry] = await memory.list(identity.LORE_KEY)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -185,6 +184,7 @@ def test_a_stale_control_file_is_noted_and_the_command_opens_the_stores(tmp_path
         "opening the stores"
     ) in result.err.splitlines()
     assert result.out == "no audit rows\n" and not path.exists()
+    assert live_bot.postgres_of(data_dir) is None  # the server it started stopped at its exit
 
 
 def _exited_pid(cwd: Path) -> int:
@@ -196,21 +196,3 @@ def _exited_pid(cwd: Path) -> int:
     child.wait()
     assert not control.pid_alive(child.pid) or child.pid == os.getpid()
     return child.pid
-
-
-def test_sigterm_stops_the_console_cleanly_and_keeps_what_was_said(
-    bot: live_bot.LiveBot, tmp_path: Path
-) -> None:
-    bot.ready()
-    bot.say("alice: I moved to Turin last month")
-    assert control.path(bot.data_dir).exists()
-    bot.process.send_signal(signal.SIGTERM)
-    code = bot.process.wait(timeout=live_bot.LINE_SECONDS)
-    while (line := bot.err.get(timeout=live_bot.LINE_SECONDS)) is not None:
-        bot.log.append(line)
-    assert code == 0, "".join(bot.log)
-    assert any(line.startswith("stopping (SIGTERM)") for line in bot.log)
-    assert not control.path(bot.data_dir).exists()  # no stale file for the next command
-    # the stores were closed: an admin command opens them itself and finds the statement
-    found = bot.admin("export", "--viewer", "alice")
-    assert found.code == 0 and "I moved to Turin" in found.out, found

@@ -122,6 +122,29 @@ async def test_run_until_empty_runs_every_job_once(
     assert await db.pool.fetchval("SELECT count(*) FROM workers") == 0
 
 
+async def test_run_until_empty_stops_when_asked_and_leaves_the_rest_queued(
+    db: postgres.Database, settings: Settings
+) -> None:
+    """A signal during ``memory.worker --until-empty``: the running job ends, no new one is
+    claimed, the rest stay queued for the next run."""
+    for i in range(3):
+        await enqueue(db, f"t{i}")
+    handler = Recorder()
+    handler.gate = asyncio.Event()
+    stop = asyncio.Event()
+    burst = asyncio.create_task(
+        make_worker(db, settings, handler, concurrency=1).run_until_empty(stop)
+    )
+    await asyncio.wait_for(handler.started.wait(), WAIT)  # the first job holds at the gate
+    stop.set()
+    handler.gate.set()
+    counts = await asyncio.wait_for(burst, WAIT)
+
+    assert counts[outcomes.Outcome.SUCCEEDED] == 1 and len(handler.calls) == 1
+    assert (await jobs.counts(db))[jobs.JobStatus.TODO] == 2
+    assert await db.pool.fetchval("SELECT count(*) FROM workers") == 0
+
+
 async def test_transient_failure_is_retried_after_backoff_and_succeeds(
     db: postgres.Database, settings: Settings
 ) -> None:

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from bot import hosting
 from bot.twitch import client, credentials, deliveries, helix, tokens
 from memory import runtime as services_module
 from memory import session as session_module
+from memory import stopping
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -41,8 +41,15 @@ def _refuse(problem: bot_errors.CredentialError) -> int:
     return credentials.EXIT_CREDENTIALS
 
 
-async def main(settings: Settings, *, no_llm: bool = False, web: bool = False) -> int:
-    """Run the bot until SIGTERM/SIGINT; the process exit code (2: a Twitch credential).
+async def main(
+    settings: Settings,
+    *,
+    no_llm: bool = False,
+    web: bool = False,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """Run the bot until ``stop`` (SIGINT, SIGTERM or SIGHUP: ``memory.stopping``); the process
+    exit code (0 for a stop asked for, 2: a Twitch credential).
 
     The admin endpoint ``python -m memory.admin`` forwards to, and with ``web`` the dashboard, run
     beside it over the same services (``bot.hosting``).
@@ -54,11 +61,7 @@ async def main(settings: Settings, *, no_llm: bool = False, web: bool = False) -
         credentials.check(settings)  # before opening any store
     except bot_errors.CredentialError as exc:
         return _refuse(exc)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop.set)
+    stop = stop or asyncio.Event()
     await hosting.refuse_second_bot(settings)
     async with services_module.lifespan(settings, no_llm=no_llm) as services:
         if services.model is None:
@@ -66,7 +69,10 @@ async def main(settings: Settings, *, no_llm: bool = False, web: bool = False) -
         else:
             await services.model.check()
         async with hosting.hosting(settings, services, web=web):
-            return await run_bot(settings, services, stop=stop)
+            code = await run_bot(settings, services, stop=stop)
+            if stop.is_set():
+                logger.info("chat stopped (%s): closing the stores", stopping.requested())
+            return code
 
 
 async def run_bot(
@@ -194,7 +200,8 @@ async def _close_on(
 ) -> None:
     await stop.wait()
     await bot.flush_chat()
-    await session.drain()  # the open batches are answered while chat is still reachable
+    # the open batches are answered while chat is still reachable (within a bounded time)
+    await session.drain(within=session_module.STOP_SECONDS)
     await bot.close()
 
 

@@ -74,8 +74,9 @@ def sign_in_for(settings: Settings, *, in_bot: bool) -> auth.LocalSignIn | None:
     return None
 
 
-class _InBotServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: the bot's process handles SIGINT/SIGTERM."""
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handlers: the process handles SIGINT, SIGTERM and SIGHUP
+    (``memory.stopping``)."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -96,11 +97,10 @@ async def serving(
     *,
     port: int | None = None,
     local: auth.LocalSignIn | None = None,
-    in_bot: bool = False,
 ) -> AsyncIterator[Served]:
-    """The dashboard served in this event loop until the block ends (or, on its own, a
-    SIGINT/SIGTERM, which uvicorn catches; ``in_bot`` leaves the signals to the bot); yields its
-    port (tests ask for port 0) and its server task. The socket is bound and listening before the
+    """The dashboard served in this event loop until the block ends; yields its port (tests ask
+    for port 0) and its server task (it never takes the signals: the process's ``memory.stopping``
+    does, and ``main`` ends the block). The socket is bound and listening before the
     block starts, so a request made at once waits in the backlog instead of being refused.
     ``local``: the one-time sign-in link instead of Twitch (``sign_in_for``)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -116,7 +116,7 @@ async def serving(
     async with httpx.AsyncClient(timeout=10.0) as http:
         app = app_module.create_app(services, http=http, local=local)
         config = uvicorn.Config(app, log_level="warning", lifespan="off")
-        server = _InBotServer(config) if in_bot else uvicorn.Server(config)
+        server = _Server(config)
         task = asyncio.create_task(server.serve(sockets=[listener]), name="web-server")
         try:
             yield Served(port=listener.getsockname()[1], task=task)
@@ -126,7 +126,8 @@ async def serving(
             listener.close()
 
 
-async def main(settings: Settings) -> int:
+async def main(settings: Settings, *, stop: asyncio.Event | None = None) -> int:
+    """``python -m bot web``: the dashboard on its own until ``stop`` (a signal)."""
     check(settings)
     held = await control_client.holder(settings.data_dir)
     if held is not None and settings.qdrant_url is None:
@@ -140,5 +141,11 @@ async def main(settings: Settings) -> int:
         serving(settings, services) as served,
     ):
         logger.info("dashboard on %s (port %d)", settings.web.public_url, served.port)
-        await served.task  # until SIGINT/SIGTERM
+        stopped = asyncio.ensure_future(stop.wait() if stop is not None else asyncio.Future())
+        try:
+            await asyncio.wait({served.task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if served.task.done():
+            served.task.result()  # a server that failed says why
     return 0

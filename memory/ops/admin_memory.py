@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory import errors, identity
 from memory.ops import admin_io, operations
+from memory.ops.wording import counted
 from memory.spaces import lore
 from memory.spaces import store as spaces_module
 
@@ -46,7 +47,7 @@ async def resolve_memory_id(ops: operations.Operations, given: str) -> records.M
     if not matches:
         raise errors.UnknownMemory(f"unknown memory {given!r}", memory_id=given)
     raise errors.UnknownMemory(
-        f"unknown memory {given!r}: the prefix matches {len(matches)} memories, give more of it",
+        f"unknown memory {given!r}: the prefix matches {counted(len(matches), 'memory')}, give more of it",
         memory_id=given,
     )
 
@@ -61,7 +62,7 @@ async def inspect(
         "viewer": {"user_id": viewer.user_id, "login": viewer.login},
         "memories": [operations.record_json(r) for r in memories],
     }
-    lines = [f"{viewer.login} (user {viewer.user_id}): {len(memories)} memories"]
+    lines = [f"{viewer.login} (user {viewer.user_id}): {counted(len(memories), 'memory')}"]
     for r in memories:
         origin = ",".join(r.origin_message_ids)
         line = f"{r.id}  [{r.kind.value}]  {r.text}  (turn {r.turn_id}, messages {origin})"
@@ -100,7 +101,7 @@ async def forget(
     elif args.turn:
         in_turn = await _turn_memories(ops, args.turn)
         plan = {"forget": "turn", "turn_id": args.turn, "memories": len(in_turn)}
-        lines = [f"forget the {len(in_turn)} memories of turn {args.turn}:"]
+        lines = [f"forget the {counted(len(in_turn), 'memory', 'memories')} of turn {args.turn}:"]
         lines += [f"  {r.id}  {r.space}  {r.text!r}" for r in in_turn]
         if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
@@ -118,7 +119,8 @@ async def forget(
         plan = {"forget": "viewer", "login": viewer.login, "user_id": viewer.user_id}
         plan |= {"memories": count, "everywhere": args.everywhere}
         lines = [
-            f"forget all {count} memories and the profile of {viewer.login} "
+            f"forget {'the' if count == 1 else 'all'} {counted(count, 'memory')} and the profile "
+            f"of {viewer.login} "
             f"(user {viewer.user_id}){scope}"
         ]
         if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
@@ -195,7 +197,7 @@ async def lore_load(
         return stop
     count = await services.ops.load_lore(args.directory, actor=args.actor)
     result = {"loaded": count, "directory": str(args.directory), **diff}
-    io.result(result, f"lore loaded: {count} entries from {args.directory}")
+    io.result(result, f"lore loaded: {counted(count, 'entry')} from {args.directory}")
     return admin_io.OK
 
 

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from memory import errors, identity
 from memory.adapters import qdrant_reembed
 from memory.ops import admin_io, admin_memory
+from memory.ops.wording import counted
 from memory.spaces import embedders
 from memory.spaces import store as spaces_module
 
@@ -44,9 +45,9 @@ async def _spaces(services: admin_io.AdminServices, args: argparse.Namespace) ->
 def _describe(task: qdrant_reembed.Task) -> str:
     reason = REASONS[task.reason].format(made_by=task.made_by or "an unknown embedder")
     if task.swapping:
-        return f"  {task.collection}: {task.memories} memories embedded, swapping in ({reason})"
+        return f"  {task.collection}: {counted(task.memories, 'memory')} embedded, swapping in ({reason})"
     done = f", {task.done} already done" if task.done else ""
-    return f"  {task.collection}: {task.memories} memories{done} ({reason})"
+    return f"  {task.collection}: {counted(task.memories, 'memory')}{done} ({reason})"
 
 
 async def reembed(
@@ -75,8 +76,8 @@ async def reembed(
             )
             return admin_io.OK
         lines = [
-            f"re-embed {len(tasks)} collection(s) with {embedder.name} (dim {embedder.dim}): "
-            f"{todo} memories to embed",
+            f"re-embed {counted(len(tasks), 'collection')} with {embedder.name} (dim {embedder.dim}): "
+            f"{counted(todo, 'memory')} to embed",
             *(_describe(task) for task in tasks),
         ]
         if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
@@ -113,7 +114,7 @@ async def _run(
         bar.close()
         io.err(f"error: {exc}")
         io.err(
-            f"stopped after {embedded} memories; nothing is lost: run the same command again to "
+            f"stopped after {counted(embedded, 'memory')}; nothing is lost: run the same command again to "
             "continue where it stopped"
         )
         return admin_io.REFUSED
@@ -124,7 +125,7 @@ async def _run(
     details = {"embedder": plan["embedder"], "rebuilt": rebuilt, "embedded": embedded}
     await services.ops.audit(args.actor, "reembed", target, details | {"complete": complete})
     result = {**plan, "embedded": embedded, "rebuilt": rebuilt, "complete": complete}
-    text = f"re-embedded {embedded} memories: {len(rebuilt)} of {len(tasks)} collection(s) rebuilt"
+    text = f"re-embedded {counted(embedded, 'memory')}: {len(rebuilt)} of {counted(len(tasks), 'collection')} rebuilt"
     if not complete:
         text += f" (--limit {args.limit} reached: run the same command again to continue)"
     io.result({**result, "pending": pending}, text + _pending_note(pending))
@@ -135,7 +136,7 @@ def _pending_note(pending: list[str]) -> str:
     if not pending:
         return ""
     return (
-        f"\n{len(pending)} collection(s) still to re-embed (e.g. {pending[0]}): "
+        f"\n{counted(len(pending), 'collection')} still to re-embed (e.g. {pending[0]}): "
         f"`{spaces_module.REEMBED_COMMAND}` does them all"
     )
 
@@ -162,7 +163,7 @@ async def migrate_qdrant(
     }
     io.result(
         result,
-        f"migrated {report.memories} memories of {len(report.ids)} spaces into Qdrant Edge "
+        f"migrated {counted(report.memories, 'memory')} of {counted(len(report.ids), 'space')} into Qdrant Edge "
         f"({report.copied} copied now)",
     )
     return admin_io.OK

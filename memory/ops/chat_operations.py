@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from memory import errors
 from memory.ops import commands
+from memory.ops.wording import counted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -127,7 +128,7 @@ class OperationsCommands:
         profile = await self.ops.profiles.get(user_id)
         slots = sorted({f.slot.split(":")[0] for f in profile.facts}) if profile else []
         held = f"; profile: {', '.join(slots)}" if slots else ""
-        return f"{len(records)} memories, ids {ids}{more}{held}"
+        return f"{counted(len(records), 'memory')}, ids {ids}{more}{held}"
 
     async def reload_lore(self, actor: str) -> int:
         return await self.ops.load_lore(self.lore_dir, actor=actor)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from memory import errors, identity
+from memory.ops.wording import counted
 
 if TYPE_CHECKING:
     from config.settings import TwitchSettings
@@ -272,7 +273,7 @@ class CommandHandler:
         who = f"@{event.login}"
         if command.action is Action.LORE_RELOAD:
             count = await ops.reload_lore(actor)
-            return f"{who} lore reloaded ({count} entries)."
+            return f"{who} lore reloaded ({counted(count, 'entry')})."
         if command.action is Action.PAUSE:
             await ops.pause(actor, event.stream)
             return f"{who} memory writing paused for this stream."
@@ -290,7 +291,7 @@ class CommandHandler:
         if command.action is Action.FORGET_LAST:
             count = await ops.forget_last(actor, user_id, event.stream)
             return (
-                f"{who} done, I forgot {count} recent memor{'y' if count == 1 else 'ies'}{about}."
+                f"{who} done, I forgot {counted(count, 'recent memory', 'recent memories')}{about}."
             )
         if command.action is Action.FORGET_MEMORY:
             await ops.forget_memory(actor, user_id, command.memory_id or "")

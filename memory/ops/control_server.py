@@ -23,6 +23,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, cast
 
+from memory import stopping
 from memory.ops import admin, admin_io, control
 
 if TYPE_CHECKING:
@@ -208,7 +209,9 @@ async def hosting(
         extra={"action": "admin_endpoint"},
     )
     try:
-        yield held
+        # a second signal exits at once (``memory.stopping``): the file goes all the same
+        with stopping.last_words(lambda: control.remove(data_dir, endpoint.token)):
+            yield held
     finally:
         control.remove(data_dir, endpoint.token)
         server.close()

@@ -1,0 +1,175 @@
+"""How a process of ours stops on a signal (issue 37): every stop is a clean stop.
+
+SIGINT (Ctrl-C), SIGTERM (``kill``, ``docker stop``, systemd) and SIGHUP (the terminal window
+closed) ask for the stop the process makes on its own (the console's ``/quit``): it stops taking
+chat or work, lets what is in flight end within a bounded time, closes its stores, removes its
+control file, and the embedded Postgres stops unless another live process of the data folder uses
+it (``memory.adapters.pg_embedded``). The exit code is 0: the stop was asked for.
+
+A second signal while it stops exits at once, with code 128 + the signal's number: the control
+file is removed, the embedded Postgres is sent its fast shutdown when no other process uses it,
+then ``os._exit``. Nothing stored is lost: the transcript, the job queue and the ingest spool are
+committed when stored, and Qdrant Edge replays its write-ahead log at the next start.
+
+After a SIGHUP the terminal is gone: what the process still writes to it goes to ``/dev/null``
+instead of failing (a hung-up terminal answers writes with EIO). A signal the process was started
+with ignored stays ignored: ``nohup python -m bot run`` outlives its terminal, as ``nohup`` means.
+
+``handling()`` takes the three signals around an entry point's run (the main thread, before the
+event loop starts); ``watch()`` in the event loop gives the ``asyncio.Event`` the first signal sets
+(a signal that came before is seen at once). ``as_interrupt()`` is the admin command's: SIGTERM and
+SIGHUP act as Ctrl-C does there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import stat
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memory.adapters import pg_embedded
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+logger = logging.getLogger(__name__)
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class _State:
+    received: list[int] = field(default_factory=list)
+    loop: asyncio.AbstractEventLoop | None = None
+    event: asyncio.Event | None = None
+    last_words: list[Callable[[], None]] = field(default_factory=list)
+
+
+_state = _State()
+
+
+def name(signum: int) -> str:
+    return signal.Signals(signum).name
+
+
+def requested() -> str | None:
+    """The name of the signal that asked for the stop, or None."""
+    return name(_state.received[0]) if _state.received else None
+
+
+@contextlib.contextmanager
+def handling() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP handled as the module says while the block runs (in the main
+    thread; elsewhere, or where signals cannot be taken, the block runs as it is)."""
+    global _state
+    _state = _State()
+    previous: dict[int, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread
+        for signum in SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                continue  # ignored when started (``nohup``, a shell's background job): it stays so
+            previous[signum] = signal.signal(signum, _handle)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def watch() -> Iterator[asyncio.Event]:
+    """The event a first signal sets while the block runs (set at once when one came before)."""
+    loop = asyncio.get_running_loop()
+    event = asyncio.Event()
+    if _state.received:
+        event.set()
+    _state.loop, _state.event = loop, event
+    try:
+        yield event
+    finally:
+        _state.loop = _state.event = None
+
+
+@contextlib.contextmanager
+def last_words(callback: Callable[[], None]) -> Iterator[None]:
+    """``callback`` runs before a forced exit (a second signal) while the block runs: what must
+    not be left behind, done at once (the control file's removal)."""
+    _state.last_words.append(callback)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            _state.last_words.remove(callback)
+
+
+def _handle(signum: int, _frame: object) -> None:
+    _state.received.append(signum)
+    if signum == signal.SIGHUP:
+        _detach_terminal()
+    if len(_state.received) > 1:
+        _exit_now(signum)
+    loop, event = _state.loop, _state.event
+    if loop is None or event is None:  # starting (``watch`` sees it) or stopping already
+        logger.info("%s: stopping (a second signal exits at once)", name(signum))
+        return
+    loop.call_soon_threadsafe(_stop_requested, signum, event)
+
+
+def _stop_requested(signum: int, event: asyncio.Event) -> None:
+    logger.info("%s: stopping (a second signal exits at once)", name(signum))
+    event.set()
+
+
+def _exit_now(signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, f"{name(signum)} again: exiting at once\n".encode())
+    for callback in reversed(_state.last_words):
+        with contextlib.suppress(Exception):
+            callback()
+    with contextlib.suppress(Exception):
+        pg_embedded.release_now()
+    os._exit(128 + signum)
+
+
+def _detach_terminal() -> None:
+    """Standard output and error to ``/dev/null`` where they were a terminal (it is gone)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                fd = stream.fileno()
+                if stat.S_ISCHR(os.fstat(fd).st_mode):
+                    os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+@contextlib.contextmanager
+def as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP act as SIGINT (Ctrl-C) while the block runs: the command is
+    interrupted as it is by Ctrl-C, its stores closed (the admin command)."""
+    previous: dict[int, Any] = {}
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if signum == signal.SIGHUP:
+            _detach_terminal()
+        signal.raise_signal(signal.SIGINT)
+
+    with contextlib.suppress(ValueError):
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                previous[signum] = signal.signal(signum, interrupt)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
