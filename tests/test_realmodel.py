@@ -86,5 +86,6 @@ async def test_a_real_model_replies(server: str) -> None:
         chat.chat((models.PromptMessage(role=models.Role.USER, content="Say hello in one line."),)),
         60.0,
     )
+    await chat.client.close()
     assert reply.content.strip()
     assert reply.completion_tokens
