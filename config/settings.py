@@ -71,6 +71,19 @@ class OllamaSettings(_Section):
     extract_facts: bool = False
 
 
+class ModelSettings(_Section):
+    """Which chat backend: ``ollama`` (``OLLAMA_HOST``, the ``ollama`` section) or ``openai``,
+    any OpenAI-compatible server (LM Studio, llama-server, vLLM, a hosted endpoint)."""
+
+    provider: Literal["ollama", "openai"] = "ollama"
+    #: the server's OpenAI API root, ``/v1`` included
+    base_url: str = "http://127.0.0.1:8080/v1"
+    #: the model name the server knows; the ``ollama`` section's chat model when unset
+    name: str | None = None
+    #: read from the environment (``LIVEMEMORY_MODEL__API_KEY``); never logged or reported
+    api_key: SecretStr = SecretStr("")
+
+
 class BatchSettings(_Section):
     #: a batch closes after this many seconds of chat time ...
     window_seconds: float = Field(2.0, gt=0)
@@ -340,6 +353,7 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     qdrant: QdrantSettings = QdrantSettings()
     ollama: OllamaSettings = OllamaSettings()
+    model: ModelSettings = ModelSettings()
     batch: BatchSettings = BatchSettings()
     memory: MemorySettings = MemorySettings()
     history: HistorySettings = HistorySettings()

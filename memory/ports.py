@@ -50,7 +50,7 @@ class Cache(Protocol):
 
 
 class ChatModel(Protocol):
-    """A chat language model (Ollama)."""
+    """A chat language model (Ollama, or any OpenAI-compatible server)."""
 
     async def check(self) -> None:
         """Raise ``errors.ModelUnavailable`` when the model server cannot be reached."""

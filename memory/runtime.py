@@ -130,6 +130,16 @@ async def _close_when_open(opening: asyncio.Task[qdrant.QdrantSpaces]) -> None:
 
 
 def _chat_model(settings: Settings) -> ports.ChatModel:
+    if settings.model.provider == "openai":
+        from memory.adapters import openai_compat  # not imported by Ollama runs
+
+        return openai_compat.OpenAIChat(
+            settings.model.base_url,
+            settings.model.name or settings.ollama.chat_model,
+            api_key=settings.model.api_key.get_secret_value(),
+            timeout=settings.ollama.timeout_seconds,
+            temperature=settings.ollama.temperature,
+        )
     from memory.adapters import ollama as ollama_adapter  # not imported by --no-llm runs
 
     return ollama_adapter.OllamaChat(
