@@ -1,4 +1,4 @@
-"""How a process of ours stops on a signal (issue 37): every stop is a clean stop.
+"""How a process of ours stops on a signal: every stop is a clean stop.
 
 SIGINT (Ctrl-C), SIGTERM (``kill``, ``docker stop``, systemd) and SIGHUP (the terminal window
 closed) ask for the stop the process makes on its own (the console's ``/quit``): it stops taking

@@ -1,4 +1,4 @@
-"""What the console and the command answers say (issue 37, item 4): with ``--no-llm`` the turn
+"""What the console and the command answers say: with ``--no-llm`` the turn
 report says what memory the prompt would carry (no prompt is shown for it to "stand in"), and counts
 agree with their noun ("1 memory", "2 memories")."""
 

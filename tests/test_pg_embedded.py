@@ -1,5 +1,5 @@
 """The embedded Postgres (``pg_embedded``): started ahead (``start_early``), taken once, started
-once; stopped by the last live process using it, whatever became of the others (issue 37): a
+once; stopped by the last live process using it, whatever became of the others: a
 server a crash left is adopted and stopped, a pid is only a label (the users' locks decide), a
 stale ``postmaster.pid`` of a reused pid does not pass for a server. Real servers, real processes;
 each test's folder is its own, and what a failed test leaves on it is stopped."""

@@ -1,4 +1,4 @@
-"""Every stop is a clean stop, and a crash leaves nothing running for long (issue 37).
+"""Every stop is a clean stop, and a crash leaves nothing running for long.
 
 The bot as a streamer runs it on their PC — ``python -m bot console --no-llm`` on the full embedded
 defaults (no ``DATABASE_URL``, ``REDIS_URL`` or ``QDRANT_URL`` in its environment), a fresh data

