@@ -56,6 +56,10 @@ def human(report: models.TurnReport, *, no_llm: bool, out: TextIO = sys.stdout) 
         lines.append(f"  FAILED  {report.error}")
     elif report.reply is not None:
         lines.append(f"  reply   {report.reply}")
+    elif not no_llm and not report.command:
+        why = {"timeout": "no answer within the reply timeout", "no_text": "no text"}
+        reasons = [why.get(d.reason, d.reason) for d in report.degraded if d.source == "model"]
+        lines.append(f"  no reply ({', '.join(reasons) or 'the model said nothing'})")
     elif no_llm:  # no prompt is shown: say what memory it would carry
         carried = (
             "its prompt would carry the memory recalled above"

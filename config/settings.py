@@ -82,6 +82,17 @@ class ModelSettings(_Section):
     name: str | None = None
     #: read from the environment (``LIVEMEMORY_MODEL__API_KEY``); never logged or reported
     api_key: SecretStr = SecretStr("")
+    #: the model's context window in tokens; unset: what the server tells (``/v1/models``:
+    #: vLLM's ``max_model_len``, a hosted ``context_length``), else prompts are not reduced to fit
+    context_tokens: int | None = Field(None, ge=256)
+    #: the most tokens one reply may take (``max_tokens`` / Ollama's ``num_predict``), kept free
+    #: in the context when a prompt is reduced to fit
+    reply_tokens: int = Field(256, ge=16)
+    #: seconds a turn waits for the model's answer, tool rounds included; past it the turn ends
+    #: ``degraded`` without a reply
+    reply_timeout_s: float = Field(60.0, gt=0)
+    #: sampling temperature; unset: the ``ollama`` section's
+    temperature: float | None = Field(None, ge=0)
 
 
 class BatchSettings(_Section):

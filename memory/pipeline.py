@@ -7,17 +7,18 @@ model answered loses nothing the model said.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from memory import errors, models, outage
-from memory.history import working
+from memory import asking, errors, models, outage, prompt
+from memory.history import fit, working
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from memory import ports
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MEMORY_HEADER = "Memory:"
 REDACTED = "[redacted]"
 PREVIEW_CHARS = 4000
 
@@ -35,37 +35,10 @@ class TurnMetrics(Protocol):
     def record_turn(self, report: models.TurnReport) -> None: ...
 
 
-class ToolRound(Protocol):
-    """What one round of tool calls did (``memory.state.tools.ToolRunner.run``)."""
-
-    results: list[models.HistoryItem]
-    changed_domains: set[str]
-    involved_user_ids: set[str]
-    records: list[dict[str, Any]]
-
-
 class ReplyDecider(Protocol):
     """The reply policy (``memory.reply.ReplyPolicy``): speak on this batch, or stay silent."""
 
     async def decide(self, batch: models.Batch) -> reply_module.Decision: ...
-
-
-class ToolRunner(Protocol):
-    def tool_schemas(self) -> list[dict[str, Any]]: ...
-
-    async def run(
-        self,
-        turn_id: str,
-        stream: str,
-        calls: Sequence[models.ToolCall],
-        speakers: Mapping[str, str],
-        *,
-        privileged: bool = False,
-    ) -> ToolRound: ...
-
-    async def record_barrier(
-        self, turn_id: str, domains: set[str], user_ids: set[str], batch_user_ids: set[str]
-    ) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,51 +73,12 @@ class KeepAll:
         return list(items)
 
 
-def format_user(item: models.HistoryItem) -> str:
-    return f"{item.login}: {item.text}" if item.login else item.text
-
-
-def event_text(event: models.ChatEvent) -> str:
-    if event.kind is models.EventKind.EVENT:
-        return f"[{event.event or 'event'}] {event.text}".strip()
-    return event.text
-
-
-def to_prompt(items: Sequence[models.HistoryItem], memory_block: str) -> list[models.PromptMessage]:
-    """History items → chat messages; the memory block follows the first system message."""
-    messages: list[models.PromptMessage] = []
-    for index, item in enumerate(items):
-        if item.role is models.Role.USER:
-            messages.append(models.PromptMessage(role=item.role, content=format_user(item)))
-        else:
-            messages.append(
-                models.PromptMessage(
-                    role=item.role,
-                    content=item.text,
-                    tool_calls=item.tool_calls,
-                    tool_name=item.tool_name,
-                )
-            )
-        if index == 0 and item.role is models.Role.SYSTEM and memory_block:
-            messages.append(
-                models.PromptMessage(
-                    role=models.Role.SYSTEM, content=f"{MEMORY_HEADER}\n{memory_block}"
-                )
-            )
-    return messages
-
-
-def render(messages: Sequence[models.PromptMessage]) -> str:
-    """The prompt as text (the preview, and the stand-in reply of ``--no-llm``)."""
-    return "\n".join(f"[{m.role.value}] {m.content}" for m in messages)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Seams:
     planner: ports.Planner
     retriever: ports.Retriever
     reducer: ports.Reducer
-    tools: ToolRunner | None = None
+    tools: asking.ToolRunner | None = None
     #: None: every batch gets a reply
     reply: ReplyDecider | None = None
 
@@ -166,6 +100,8 @@ class TurnPipeline:
         history_cap: int = 200,
         journal_wait_seconds: float = 60.0,
         redact: Callable[[str], str] | None = None,
+        reply_timeout_seconds: float | None = None,
+        reply_tokens: int = 256,
     ) -> None:
         self.transcript = transcript
         #: reads fall back to the transcript while the store (Redis) is unavailable
@@ -185,6 +121,10 @@ class TurnPipeline:
         #: the ingestion redactor, applied to the model's reply too (it may echo a secret it
         #: guessed or was fed by a tool) before it is journaled or sent
         self.redact = redact
+        #: how long a turn waits for the model (tool rounds included); None: the client's timeout
+        self.reply_timeout_seconds = reply_timeout_seconds
+        #: kept free in the model's context when the prompt is reduced to fit it
+        self.reply_tokens = reply_tokens
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
         """Answer one batch. The batch's events must already be in the transcript."""
@@ -196,7 +136,9 @@ class TurnPipeline:
         )
         ids = {e.id for e in chat}
         current = [
-            dataclasses.replace(models.HistoryItem.from_event(e, turn_id), text=event_text(e))
+            dataclasses.replace(
+                models.HistoryItem.from_event(e, turn_id), text=prompt.event_text(e)
+            )
             for e in chat
         ]
         new_items: list[models.HistoryItem] = list(current)
@@ -269,21 +211,92 @@ class TurnPipeline:
         report.dropped = dict(recall.dropped)
         report.degraded.extend(recall.degraded)
         report.timings_ms.update(recall.timings_ms)
-        messages = to_prompt(reduced, recall.block)
+        messages = self._fitted(turn_id, reduced, recall.block)
         report.prompt = models.PromptStats(
             messages_in_history=len(past) + len(current),
             messages_sent=len(messages),
             tokens_estimate=models.estimate_messages_tokens(messages),
-            preview=render(messages)[-PREVIEW_CHARS:],
+            preview=prompt.render(messages)[-PREVIEW_CHARS:],
         )
         if self.model is not None:
-            started = time.perf_counter()
-            report.reply, tool_items = await self._ask(turn_id, batch, messages, report)
-            if self.redact is not None and report.reply:
-                report.reply = self.redact(report.reply)
-            new_items.extend(tool_items)
-            report.timings_ms["model"] = (time.perf_counter() - started) * 1000
-        report.status = models.TurnStatus.DEGRADED if degraded else models.TurnStatus.COMPLETED
+            await self._reply(turn_id, batch, messages, new_items, report)
+        late = any(d.source == "model" for d in report.degraded)
+        report.status = (
+            models.TurnStatus.DEGRADED if degraded or late else models.TurnStatus.COMPLETED
+        )
+
+    def _fitted(
+        self, turn_id: str, reduced: Sequence[models.HistoryItem], block: str
+    ) -> list[models.PromptMessage]:
+        """The prompt, reduced to the model's context window when it is known (``fit``)."""
+        window = self.model.context_tokens if self.model is not None else None
+        if window is None:
+            return prompt.to_prompt(reduced, block)
+        tools = self.seams.tools.tool_schemas() if self.seams.tools else None
+        limit = fit.budget(window, self.reply_tokens, tools)
+        fitted = fit.fit(
+            reduced,
+            block,
+            answering=lambda item: item.turn_id == turn_id and not item.summary,
+            limit=limit,
+            render=prompt.to_prompt,
+        )
+        if fitted.dropped_history or fitted.dropped_memory or not fitted.fits:
+            logger.log(
+                logging.INFO if fitted.fits else logging.WARNING,
+                "turn %s: prompt of ~%d tokens over the model's %d-token context (%d for the "
+                "prompt): left out %d history messages and %d memory lines%s",
+                turn_id,
+                fitted.tokens_before,
+                window,
+                limit,
+                fitted.dropped_history,
+                fitted.dropped_memory,
+                "" if fitted.fits else f", still ~{fitted.tokens_after}: sent as it is",
+                extra={"action": "prompt_fitted"},
+            )
+        return prompt.to_prompt(fitted.items, fitted.block)
+
+    async def _reply(
+        self,
+        turn_id: str,
+        batch: models.Batch,
+        messages: list[models.PromptMessage],
+        new_items: list[models.HistoryItem],
+        report: models.TurnReport,
+    ) -> None:
+        """Ask the model (``asking``) within the reply timeout; no text or a late answer is no
+        reply and a ``model`` entry in ``degraded``."""
+        assert self.model is not None
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.reply_timeout_seconds):
+                reply = await asking.ask(
+                    self.model,
+                    self.seams.tools,
+                    turn_id=turn_id,
+                    batch=batch,
+                    messages=messages,
+                    report=report,
+                    items=new_items,
+                    max_rounds=self.max_tool_rounds,
+                )
+        except TimeoutError:
+            logger.warning(
+                "turn %s: no answer from the model within %g s: no reply",
+                turn_id,
+                self.reply_timeout_seconds,
+                extra={"action": "model_timeout"},
+            )
+            report.degraded.append(models.Degraded(source="model", reason="timeout"))
+            reply = ""
+        else:
+            if not reply:
+                report.degraded.append(models.Degraded(source="model", reason="no_text"))
+        if self.redact is not None and reply:
+            reply = self.redact(reply)
+        report.reply = reply or None
+        report.timings_ms["model"] = (time.perf_counter() - started) * 1000
 
     async def _journal(
         self,
@@ -336,7 +349,9 @@ class TurnPipeline:
         await self.history.append(
             stream,
             [
-                dataclasses.replace(models.HistoryItem.from_event(e, turn_id), text=event_text(e))
+                dataclasses.replace(
+                    models.HistoryItem.from_event(e, turn_id), text=prompt.event_text(e)
+                )
                 for e in events
                 if not e.is_command
             ],
@@ -371,45 +386,3 @@ class TurnPipeline:
         if self.metrics is not None:
             self.metrics.record_turn(report)
         return report
-
-    async def _ask(
-        self,
-        turn_id: str,
-        batch: models.Batch,
-        messages: list[models.PromptMessage],
-        report: models.TurnReport,
-    ) -> tuple[str, list[models.HistoryItem]]:
-        """Call the model, running tool rounds; returns the reply and the tool items."""
-        assert self.model is not None
-        tools = self.seams.tools
-        schemas = tools.tool_schemas() if tools else None
-        speakers = {e.login.lower(): e.user_id for e in batch.events}
-        privileged = any(e.is_moderator for e in batch.chat)
-        items: list[models.HistoryItem] = []
-        reply = await self.model.chat(messages, tools=schemas)
-        rounds = 0
-        while reply.tool_calls and tools is not None and rounds < self.max_tool_rounds:
-            rounds += 1
-            call_item = models.HistoryItem(
-                role=models.Role.ASSISTANT,
-                text=reply.content,
-                ts=batch.closed_at,
-                turn_id=turn_id,
-                tool_calls=reply.tool_calls,
-            )
-            outcome = await tools.run(
-                turn_id, batch.stream, reply.tool_calls, speakers, privileged=privileged
-            )
-            items += [call_item, *outcome.results]
-            report.tools.extend(outcome.records)
-            messages = [*messages, *to_prompt([call_item, *outcome.results], "")]
-            if outcome.changed_domains:
-                # recorded at once: the state changed even if the next model call fails
-                report.barrier = await tools.record_barrier(
-                    turn_id,
-                    outcome.changed_domains,
-                    outcome.involved_user_ids,
-                    {e.user_id for e in batch.chat},
-                )
-            reply = await self.model.chat(messages, tools=schemas)
-        return reply.content.strip(), items

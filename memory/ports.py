@@ -52,6 +52,10 @@ class Cache(Protocol):
 class ChatModel(Protocol):
     """A chat language model (Ollama, or any OpenAI-compatible server)."""
 
+    #: the model's context window in tokens when known (configured, or told by the server at
+    #: ``check``); None: prompts are not reduced to fit it
+    context_tokens: int | None
+
     async def check(self) -> None:
         """Raise ``errors.ModelUnavailable`` when the model server cannot be reached."""
         ...

@@ -130,15 +130,21 @@ async def _close_when_open(opening: asyncio.Task[qdrant.QdrantSpaces]) -> None:
 
 
 def _chat_model(settings: Settings) -> ports.ChatModel:
-    if settings.model.provider == "openai":
+    section = settings.model
+    temperature = (
+        section.temperature if section.temperature is not None else settings.ollama.temperature
+    )
+    if section.provider == "openai":
         from memory.adapters import openai_compat  # not imported by Ollama runs
 
         return openai_compat.OpenAIChat(
-            settings.model.base_url,
-            settings.model.name or settings.ollama.chat_model,
-            api_key=settings.model.api_key.get_secret_value(),
+            section.base_url,
+            section.name or settings.ollama.chat_model,
+            api_key=section.api_key.get_secret_value(),
             timeout=settings.ollama.timeout_seconds,
-            temperature=settings.ollama.temperature,
+            temperature=temperature,
+            reply_tokens=section.reply_tokens,
+            context_tokens=section.context_tokens,
         )
     from memory.adapters import ollama as ollama_adapter  # not imported by --no-llm runs
 
@@ -146,7 +152,9 @@ def _chat_model(settings: Settings) -> ports.ChatModel:
         settings.ollama_host,
         settings.ollama.chat_model,
         timeout=settings.ollama.timeout_seconds,
-        temperature=settings.ollama.temperature,
+        temperature=temperature,
+        reply_tokens=section.reply_tokens,
+        context_tokens=section.context_tokens,
     )
 
 
@@ -291,6 +299,8 @@ async def lifespan(
             history_cap=settings.memory.history_cap,
             journal_wait_seconds=settings.ingest.write_wait_seconds,
             redact=redactor.redact_text if redactor else None,
+            reply_timeout_seconds=settings.model.reply_timeout_s,
+            reply_tokens=settings.model.reply_tokens,
         )
         if role == "bot":
             await _load_lore_once(settings, memory_spaces)

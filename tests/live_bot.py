@@ -145,7 +145,7 @@ class LiveBot:
                 raise AssertionError(f"no turn report for {line!r}: {report}") from None
             assert text is not None, f"the bot exited:\n{''.join(self.log)}"
             report.append(text.rstrip("\n"))
-            if text.startswith(("  reply", "  silent", "  FAILED")):
+            if text.startswith(("  reply", "  no reply", "  silent", "  FAILED")):
                 return report
 
     def consolidated(self) -> None:

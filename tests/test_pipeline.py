@@ -187,6 +187,8 @@ async def test_tool_rounds_reach_the_tool_runner_and_the_barrier(
 
 async def test_an_unexpected_model_error_still_ends_the_turn(db: postgres.Database) -> None:
     class Broken:
+        context_tokens: int | None = None
+
         async def check(self) -> None:
             return None
 

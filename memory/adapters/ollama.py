@@ -77,11 +77,16 @@ class OllamaChat:
         *,
         timeout: float = 120.0,
         temperature: float | None = None,
+        reply_tokens: int | None = None,
+        context_tokens: int | None = None,
         client: ollama.AsyncClient | None = None,
     ) -> None:
         self.host = host
         self.model = model
         self.temperature = temperature
+        self.reply_tokens = reply_tokens
+        #: the configured context window (Ollama's runtime ``num_ctx`` is the server's)
+        self.context_tokens = context_tokens
         self.client = client or ollama.AsyncClient(host=host, timeout=timeout)
 
     async def check(self) -> None:
@@ -102,13 +107,17 @@ class OllamaChat:
         model: str | None = None,
     ) -> models.ModelReply:
         name = model or self.model
-        options = {"temperature": self.temperature} if self.temperature is not None else None
+        options: dict[str, Any] = {}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        if self.reply_tokens is not None:
+            options["num_predict"] = self.reply_tokens
         with wrap_errors(self.host, name):
             response = await self.client.chat(
                 model=name,
                 messages=[to_wire(m) for m in messages],
                 tools=list(tools) if tools else None,
-                options=options,
+                options=options or None,
                 stream=False,
             )
         calls = tuple(

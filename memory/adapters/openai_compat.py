@@ -72,6 +72,21 @@ def _call(name: str, raw: str | None) -> models.ToolCall | None:
     return models.ToolCall(id=f"call-{uuid.uuid4().hex[:12]}", name=name, arguments=arguments)
 
 
+#: where servers tell a model's context window in its ``/v1/models`` entry: vLLM
+#: (``max_model_len``), OpenRouter and other hosted lists (``context_length``); llama.cpp's servers
+#: and LM Studio tell none there (configure ``LIVEMEMORY_MODEL__CONTEXT_TOKENS``)
+_CONTEXT_FIELDS = ("max_model_len", "context_length")
+
+
+def told_context(entry: Mapping[str, Any]) -> int | None:
+    """The context window a ``/v1/models`` entry tells, or None."""
+    for field in _CONTEXT_FIELDS:
+        value = entry.get(field)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
 class OpenAIChat:
     """``ports.ChatModel`` on an OpenAI-compatible ``/v1/chat/completions`` (not streamed: a
     batch reply is short, as with Ollama)."""
@@ -84,19 +99,42 @@ class OpenAIChat:
         api_key: str = "",
         timeout: float = 120.0,
         temperature: float | None = None,
+        reply_tokens: int | None = None,
+        context_tokens: int | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
+        self.reply_tokens = reply_tokens
+        #: configured, else learnt from the server by ``check`` (None: unknown)
+        self.context_tokens = context_tokens
         # local servers take any key; the client insists on one
         self.client = client or openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=0
         )
 
     async def check(self) -> None:
+        """Fail fast when the server is not there or does not serve the model; learn the
+        model's context window when the server tells it and none is configured."""
         with _translate(self.base_url, self.model):
-            await self.client.models.list()
+            listed = await self.client.models.list()
+        served = {entry.id: entry for entry in listed.data}
+        if self.model not in served:
+            names = ", ".join(sorted(served)) or "none"
+            raise errors.ModelError(
+                f"model {self.model!r} is not served at {self.base_url} (served: {names}): "
+                "set LIVEMEMORY_MODEL__NAME"
+            )
+        if self.context_tokens is None:
+            self.context_tokens = told_context(served[self.model].model_extra or {})
+            if self.context_tokens is not None:
+                logger.info(
+                    "model %s at %s: a context of %d tokens",
+                    self.model,
+                    self.base_url,
+                    self.context_tokens,
+                )
 
     async def chat(
         self,
@@ -109,7 +147,10 @@ class OpenAIChat:
         # the wire messages are plain dicts; the client's TypedDicts are only a typing aid
         extra: dict[str, Any] = {"messages": _wire(messages)}
         if tools:
-            extra["tools"] = list(tools)
+            # OpenAI's default, said: llama-cpp-python's function-calling format needs it said
+            extra.update(tools=list(tools), tool_choice="auto")
+        if self.reply_tokens is not None:
+            extra["max_tokens"] = self.reply_tokens
         if self.temperature is not None:
             extra["temperature"] = self.temperature
         with _translate(self.base_url, name):

@@ -97,6 +97,9 @@ class ScriptedReplies:
     def left(self) -> int:
         return len(self._queue)
 
+    #: no window: prompts are not reduced to fit one
+    context_tokens: int | None = None
+
     async def check(self) -> None:
         return None
 

@@ -47,6 +47,9 @@ class ExtractiveSummarizer:
     def __init__(self) -> None:
         self.calls = 0
 
+    #: no window: prompts are not reduced to fit one
+    context_tokens: int | None = None
+
     async def check(self) -> None:
         return None
 

@@ -1,10 +1,12 @@
 """A fake OpenAI-compatible chat server (aiohttp) on 127.0.0.1, driven through the real
 ``openai.AsyncOpenAI``: ``POST /v1/chat/completions`` (not streamed) and ``GET /v1/models``.
 Scriptable: queue whole ``message`` objects (text, tool calls, malformed arguments) or HTTP
-statuses; every request body and its headers are recorded."""
+statuses; hold answers until released (a slow model); refuse a request without the expected
+key; every request body and its headers are recorded."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import Any
 
@@ -12,8 +14,16 @@ from aiohttp import web
 
 
 class FakeOpenAI:
-    def __init__(self, model: str = "small") -> None:
+    def __init__(self, model: str = "small", *, key: str | None = None) -> None:
         self.model = model
+        #: answer 401 to a request whose bearer token is not this key (None: any key)
+        self.key = key
+        #: more fields of the model's ``/v1/models`` entry (``max_model_len``, as vLLM tells)
+        self.model_fields: dict[str, Any] = {}
+        #: set: chat answers wait for ``release`` (``asked`` is set when one waits)
+        self.hold = False
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
         #: a ``message`` dict to answer with, or an int HTTP status, or ``None`` (no choices)
         self.replies: deque[dict[str, Any] | int | None] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -50,13 +60,17 @@ class FakeOpenAI:
             await self._runner.cleanup()
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            {"object": "list", "data": [{"id": self.model, "object": "model"}]}
-        )
+        entry = {"id": self.model, "object": "model", "owned_by": "fake", **self.model_fields}
+        return web.json_response({"object": "list", "data": [entry]})
 
     async def _chat(self, request: web.Request) -> web.Response:
         self.requests.append(await request.json())
         self.headers.append(dict(request.headers))
+        if self.key is not None and request.headers.get("Authorization") != f"Bearer {self.key}":
+            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
+        if self.hold:
+            self.asked.set()
+            await self.release.wait()
         scripted = (
             self.replies.popleft() if self.replies else {"role": "assistant", "content": "ok"}
         )
