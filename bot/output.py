@@ -6,6 +6,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from bot.twitch import sending
+
 if TYPE_CHECKING:
     from memory import models
 
@@ -23,6 +25,16 @@ def _memory_lines(report: models.TurnReport) -> list[str]:
     for degraded in report.degraded:
         lines.append(f"  degraded {degraded.source} ({degraded.reason})")
     return lines
+
+
+def reply_lines(reply: str) -> list[str]:
+    """The reply as the chat messages it is sent as (``sending.split_message``: at most 500
+    characters each, line breaks as spaces): ``  reply   text``, or ``  reply 1/2 text`` … when
+    it takes several."""
+    parts = sending.split_message(reply) or [""]
+    if len(parts) == 1:
+        return [f"  reply   {parts[0]}"]
+    return [f"  reply {n}/{len(parts)} {part}" for n, part in enumerate(parts, 1)]
 
 
 def human(report: models.TurnReport, *, no_llm: bool, out: TextIO = sys.stdout) -> None:
@@ -55,7 +67,7 @@ def human(report: models.TurnReport, *, no_llm: bool, out: TextIO = sys.stdout) 
     elif report.error:
         lines.append(f"  FAILED  {report.error}")
     elif report.reply is not None:
-        lines.append(f"  reply   {report.reply}")
+        lines += reply_lines(report.reply)
     elif not no_llm and not report.command:
         why = {"timeout": "no answer within the reply timeout", "no_text": "no text"}
         reasons = [why.get(d.reason, d.reason) for d in report.degraded if d.source == "model"]

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 REQUIRE_SERVICES = bool(os.environ.get("LIVEMEMORY_REQUIRE_SERVICES"))
 
+#: the real small model server of the ``realmodel`` tests (``real_model``, one per session)
+pytest_plugins = ["tests.model_server"]
+
 # The fuzz suite (tests/test_fuzz.py): bounded and reproducible by default (CI); a long run is
 # ``pytest tests/test_fuzz.py --hypothesis-profile=long`` (docs/reliability.md).
 hypothesis.settings.register_profile(

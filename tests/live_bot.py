@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 LINE_SECONDS = 120.0
 #: the console, its log on the terminal too (the worker's job lines are DEBUG-level chatter)
 CONSOLE = ("console", "--no-llm", "--web", "--log-level", "DEBUG")
+#: one chat message of a reply of several (``bot.output.reply_lines``)
+REPLY_PART = re.compile(r"  reply (\d+)/(\d+) ")
 LINK = re.compile(r"sign in with this one-time link \(this PC only\): (\S+)")
 
 
@@ -145,6 +147,9 @@ class LiveBot:
                 raise AssertionError(f"no turn report for {line!r}: {report}") from None
             assert text is not None, f"the bot exited:\n{''.join(self.log)}"
             report.append(text.rstrip("\n"))
+            part = REPLY_PART.match(text)
+            if part is not None and part.group(1) != part.group(2):
+                continue  # a reply of several chat messages: up to its last
             if text.startswith(("  reply", "  no reply", "  silent", "  FAILED")):
                 return report
 
