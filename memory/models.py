@@ -399,7 +399,7 @@ class RecallItem:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Degraded:
     source: str
-    #: ``timeout``, ``error`` or ``budget``
+    #: ``timeout``, ``error`` or ``budget``; of the ``model`` source: ``timeout`` or ``no_text``
     reason: str
 
     def to_json(self) -> dict[str, str]:
