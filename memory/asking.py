@@ -64,13 +64,14 @@ async def ask(
     report: models.TurnReport,
     items: list[models.HistoryItem],
     max_rounds: int,
+    max_tokens: int | None = None,
 ) -> str:
     """The reply ("" when the model wrote none); the tool calls and results of the rounds are
     appended to ``items`` as they happen (kept when a later call fails or is cut)."""
     schemas = tools.tool_schemas() if tools else None
     speakers = {e.login.lower(): e.user_id for e in batch.events}
     privileged = any(e.is_moderator for e in batch.chat)
-    reply = await model.chat(messages, tools=schemas)
+    reply = await model.chat(messages, tools=schemas, max_tokens=max_tokens)
     said = reply.content.strip()
     rounds = 0
     while reply.tool_calls:
@@ -120,7 +121,7 @@ async def ask(
                 outcome.involved_user_ids,
                 {e.user_id for e in batch.chat},
             )
-        reply = await model.chat(messages, tools=schemas)
+        reply = await model.chat(messages, tools=schemas, max_tokens=max_tokens)
         said = reply.content.strip() or said
     if not said:
         logger.warning(

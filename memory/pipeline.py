@@ -123,7 +123,8 @@ class TurnPipeline:
         self.redact = redact
         #: how long a turn waits for the model (tool rounds included); None: the client's timeout
         self.reply_timeout_seconds = reply_timeout_seconds
-        #: kept free in the model's context when the prompt is reduced to fit it
+        #: the most tokens a reply may take, kept free in the model's context when the prompt is
+        #: reduced to fit it
         self.reply_tokens = reply_tokens
 
     async def run(self, batch: models.Batch) -> models.TurnReport:
@@ -280,6 +281,7 @@ class TurnPipeline:
                     report=report,
                     items=new_items,
                     max_rounds=self.max_tool_rounds,
+                    max_tokens=self.reply_tokens,
                 )
         except TimeoutError:
             logger.warning(

@@ -66,7 +66,10 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
-    ) -> models.ModelReply: ...
+        max_tokens: int | None = None,
+    ) -> models.ModelReply:
+        """The model's answer; ``max_tokens``: the most it may write (None: the server's own)."""
+        ...
 
 
 #: what a text is embedded as: a stored text, or a search

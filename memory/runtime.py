@@ -143,7 +143,6 @@ def _chat_model(settings: Settings) -> ports.ChatModel:
             api_key=section.api_key.get_secret_value(),
             timeout=settings.ollama.timeout_seconds,
             temperature=temperature,
-            reply_tokens=section.reply_tokens,
             context_tokens=section.context_tokens,
         )
     from memory.adapters import ollama as ollama_adapter  # not imported by --no-llm runs
@@ -153,7 +152,6 @@ def _chat_model(settings: Settings) -> ports.ChatModel:
         settings.ollama.chat_model,
         timeout=settings.ollama.timeout_seconds,
         temperature=temperature,
-        reply_tokens=section.reply_tokens,
         context_tokens=section.context_tokens,
     )
 

@@ -94,6 +94,7 @@ async def test_no_text_is_no_reply_and_a_degraded_turn(
     assert report.reply is None and report.status is models.TurnStatus.DEGRADED
     assert [d.to_json() for d in report.degraded] == [{"source": "model", "reason": "no_text"}]
     assert lines(caplog) == [f"turn {report.turn_id}: the model answered no text: no reply"]
+    assert fake.requests[0]["max_tokens"] == 64 and fake.requests[0]["tool_choice"] == "auto"
     assert await journaled(p, report) is models.TurnStatus.DEGRADED
     # the next turn is answered as usual
     fake.reply("hello alice")

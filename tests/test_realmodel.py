@@ -16,13 +16,14 @@ pytestmark = pytest.mark.realmodel
 
 async def test_a_real_model_replies(real_model: model_server.RealModel) -> None:
     chat = openai_compat.OpenAIChat(
-        real_model.url, model_server.PLAIN, timeout=60.0, temperature=0.0, reply_tokens=32
+        real_model.url, model_server.PLAIN, timeout=60.0, temperature=0.0
     )
     try:
         await chat.check()
         reply = await asyncio.wait_for(
             chat.chat(
-                (models.PromptMessage(role=models.Role.USER, content="Say hello in one line."),)
+                (models.PromptMessage(role=models.Role.USER, content="Say hello in one line."),),
+                max_tokens=32,
             ),
             60.0,
         )

@@ -43,6 +43,21 @@ def test_environment_names_of_the_design(clean_env: Path, monkeypatch: pytest.Mo
     assert s.ollama.chat_model == "qwen2.5:7b" and s.batch.window_seconds == 3.5
 
 
+def test_the_model_section_from_the_environment(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIVEMEMORY_MODEL__PROVIDER", "openai")
+    monkeypatch.setenv("LIVEMEMORY_MODEL__API_KEY", "sk-test-from-the-environment")
+    monkeypatch.setenv("LIVEMEMORY_MODEL__CONTEXT_TOKENS", "2048")
+    monkeypatch.setenv("LIVEMEMORY_MODEL__REPLY_TIMEOUT_S", "7.5")
+    monkeypatch.setenv("LIVEMEMORY_MODEL__TEMPERATURE", "0")
+    model = settings_module.Settings().model
+    assert (model.provider, model.context_tokens, model.reply_timeout_s) == ("openai", 2048, 7.5)
+    assert model.temperature == 0.0 and model.reply_tokens == 256
+    assert model.api_key.get_secret_value() == "sk-test-from-the-environment"
+    assert "from-the-environment" not in repr(model)
+
+
 def test_empty_url_means_embedded(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "")
     assert settings_module.Settings().database_url is None

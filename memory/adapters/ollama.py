@@ -77,14 +77,12 @@ class OllamaChat:
         *,
         timeout: float = 120.0,
         temperature: float | None = None,
-        reply_tokens: int | None = None,
         context_tokens: int | None = None,
         client: ollama.AsyncClient | None = None,
     ) -> None:
         self.host = host
         self.model = model
         self.temperature = temperature
-        self.reply_tokens = reply_tokens
         #: the configured context window (Ollama's runtime ``num_ctx`` is the server's)
         self.context_tokens = context_tokens
         self.client = client or ollama.AsyncClient(host=host, timeout=timeout)
@@ -105,13 +103,14 @@ class OllamaChat:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        max_tokens: int | None = None,
     ) -> models.ModelReply:
         name = model or self.model
         options: dict[str, Any] = {}
         if self.temperature is not None:
             options["temperature"] = self.temperature
-        if self.reply_tokens is not None:
-            options["num_predict"] = self.reply_tokens
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
         with wrap_errors(self.host, name):
             response = await self.client.chat(
                 model=name,

@@ -99,14 +99,12 @@ class OpenAIChat:
         api_key: str = "",
         timeout: float = 120.0,
         temperature: float | None = None,
-        reply_tokens: int | None = None,
         context_tokens: int | None = None,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.temperature = temperature
-        self.reply_tokens = reply_tokens
         #: configured, else learnt from the server by ``check`` (None: unknown)
         self.context_tokens = context_tokens
         # local servers take any key; the client insists on one
@@ -142,6 +140,7 @@ class OpenAIChat:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        max_tokens: int | None = None,
     ) -> models.ModelReply:
         name = model or self.model
         # the wire messages are plain dicts; the client's TypedDicts are only a typing aid
@@ -149,8 +148,8 @@ class OpenAIChat:
         if tools:
             # OpenAI's default, said: llama-cpp-python's function-calling format needs it said
             extra.update(tools=list(tools), tool_choice="auto")
-        if self.reply_tokens is not None:
-            extra["max_tokens"] = self.reply_tokens
+        if max_tokens is not None:
+            extra["max_tokens"] = max_tokens
         if self.temperature is not None:
             extra["temperature"] = self.temperature
         with _translate(self.base_url, name):

@@ -109,6 +109,7 @@ class ScriptedReplies:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        max_tokens: int | None = None,
     ) -> models.ModelReply:
         last = next((m.content for m in reversed(messages) if m.role is models.Role.USER), "")
         for index, (key, reply) in enumerate(itertools.islice(self._queue, LOOKAHEAD)):

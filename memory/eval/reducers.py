@@ -59,6 +59,7 @@ class ExtractiveSummarizer:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        max_tokens: int | None = None,
     ) -> models.ModelReply:
         self.calls += 1
         lines = [line for line in messages[-1].content.splitlines() if line.strip()]
