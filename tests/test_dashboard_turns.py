@@ -270,6 +270,17 @@ async def test_a_degraded_turn_shows_what_it_went_without(
         ),
         [_said("d2", "bob", "@mnemo hi")],
     )
+    late = await _journal(
+        services,
+        models.TurnReport(
+            turn_id="",
+            stream="s1",
+            message_ids=["d3"],
+            degraded=[models.Degraded(source="model", reason="timeout")],
+            status=models.TurnStatus.DEGRADED,
+        ),
+        [_said("d3", "bob", "@mnemo still there?")],
+    )
     async with httpx.AsyncClient() as client:
         await dashboard_tests.sign_in(client, base, dashboard_tests.MODERATOR[1])
         page = await client.get(f"{base}/turns/{degraded}")
@@ -287,6 +298,9 @@ async def test_a_degraded_turn_shows_what_it_went_without(
         assert re.search(r"<td>memory stage</td>.*?width: 100\.0%", html)
         page = await client.get(f"{base}/turns/{failed}")
         assert "the model server is unreachable" in page.text and "<h3>Failed</h3>" in page.text
+        page = await client.get(f"{base}/turns/{late}")
+        assert "no reply text: the model did not answer within the reply timeout" in page.text
+        assert "degraded: model (timeout)" in page.text
         listed = await client.get(f"{base}/turns?stream=s1")
         assert f"/turns/{degraded}" in listed.text and f"/turns/{failed}" in listed.text
         unknown = await client.get(f"{base}/turns/nope")

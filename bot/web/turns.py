@@ -34,6 +34,11 @@ LIST_LIMIT = 30
 RECALLED_IN_LIMIT = 5
 #: timing keys that are stages of the turn, not sources, in the order shown
 STAGES = (("memory_total", "memory stage"), ("model", "model"), ("turn_total", "whole turn"))
+#: why the model gave no reply (a ``model`` entry of ``degraded``), in words
+MODEL_MISSES = {
+    "no_text": "the model answered no text",
+    "timeout": "the model did not answer within the reply timeout",
+}
 #: why a turn stayed silent (``memory.reply``), in words
 SILENT_REASONS = {
     "not_addressed": "nobody addressed the bot",
@@ -98,6 +103,14 @@ class TurnView:
     def reason(self) -> str | None:
         reason: str | None = self.report.get("reason")
         return reason
+
+    @property
+    def no_reply(self) -> str:
+        """Why a turn that asked the model has no reply, in words."""
+        for degraded in self.report.get("degraded") or ():
+            if degraded.get("source") == "model":
+                return MODEL_MISSES.get(degraded.get("reason"), degraded.get("reason") or "")
+        return "the bot ran without a model (--no-llm); the prompt stood in"
 
     @property
     def silent_reason(self) -> str:
