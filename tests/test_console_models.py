@@ -110,11 +110,7 @@ async def test_the_session_with_the_fake_ollama(
     env = {**_env(database_url), "OLLAMA_HOST": fake_ollama.url}
     reports = await _session(await _console(bots, tmp_path, env), SESSION)
     journal = await _journal(database_url)
-    assert _kinds(journal) == [
-        ("chat", "completed"),
-        ("chat", "completed"),
-        ("command", "completed"),
-    ]
+    assert _kinds(journal) == KINDS
     # the fake echoes the line it answers: what the model saw was redacted already
     assert _replies(reports[0]) == [f"echo: alice: {_redacted(SESSION[0])}"]
     assert EMAIL not in json.dumps(journal) and EMAIL not in _printed(reports)
@@ -122,6 +118,19 @@ async def test_the_session_with_the_fake_ollama(
 
 def _redacted(line: str) -> str:
     return line.partition(": ")[2].replace(EMAIL, "[redacted:email]")
+
+
+def _real_env(database_url: str, real_model: model_server.RealModel, name: str) -> dict[str, str]:
+    return _env(
+        database_url,
+        provider="openai",
+        base_url=real_model.url,
+        name=name,
+        context_tokens=str(model_server.CONTEXT_TOKENS),
+        reply_tokens=str(REPLY_TOKENS),
+        reply_timeout_s=str(REPLY_TIMEOUT_S),
+        temperature="0",
+    )
 
 
 @pytest.mark.realmodel
@@ -132,23 +141,10 @@ async def test_the_session_with_a_real_model(
     tmp_path: Path,
     database_url: str,
 ) -> None:
-    env = _env(
-        database_url,
-        provider="openai",
-        base_url=real_model.url,
-        name=model_server.PLAIN,
-        context_tokens=str(model_server.CONTEXT_TOKENS),
-        reply_tokens=str(REPLY_TOKENS),
-        reply_timeout_s=str(REPLY_TIMEOUT_S),
-        temperature="0",
-    )
+    env = _real_env(database_url, real_model, model_server.PLAIN)
     reports = await _session(await _console(bots, tmp_path, env), SESSION)
     journal = await _journal(database_url)
-    assert _kinds(journal) == [
-        ("chat", "completed"),
-        ("chat", "completed"),
-        ("command", "completed"),
-    ]
+    assert _kinds(journal) == KINDS
     tools = [tool_args.tool_schema(tool) for tool in tool_handlers.TOOLS.values()]
     limit = fit.budget(model_server.CONTEXT_TOKENS, REPLY_TOKENS, tools)
     for printed, turn in zip(reports[:2], journal[:2], strict=True):
@@ -169,16 +165,7 @@ async def test_a_real_model_with_tools_ends_its_turn_cleanly(
 ) -> None:
     """``chatml-function-calling``: the model answers with a tool call, with text, or with
     nothing at all; whichever, the turn ends and every call it made has its result."""
-    env = _env(
-        database_url,
-        provider="openai",
-        base_url=real_model.url,
-        name=model_server.TOOLS,
-        context_tokens=str(model_server.CONTEXT_TOKENS),
-        reply_tokens=str(REPLY_TOKENS),
-        reply_timeout_s=str(REPLY_TIMEOUT_S),
-        temperature="0",
-    )
+    env = _real_env(database_url, real_model, model_server.TOOLS)
     typed = ("alice: @Mnemo please add a note that alice likes green tea",)
     [printed] = await _session(await _console(bots, tmp_path, env), typed)
     [turn] = await _journal(database_url)

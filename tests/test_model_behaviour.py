@@ -5,6 +5,7 @@ a model slower than the reply timeout. Each is one log line and a turn that ends
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -12,9 +13,8 @@ import pytest
 
 from memory import errors, models, pipeline
 from memory.adapters import openai_compat
-from memory.history import transcript, working
 from memory.state import tools
-from tests import chatlog, conftest
+from tests import chatlog, conftest, test_pipeline
 from tests.fakes import openai_server
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from memory.adapters import postgres
 
-SYSTEM = "You are Mnemo."
+SYSTEM = "You are Mnemo."  # test_pipeline.make_pipeline's
 
 
 @pytest.fixture
@@ -47,21 +47,12 @@ def make(
     with_tools: bool = True,
     reply_timeout: float | None = None,
 ) -> pipeline.TurnPipeline:
+    """``test_pipeline``'s pipeline with the real tool runner, a reply timeout, 64 reply tokens."""
+    p = test_pipeline.make_pipeline(db, model)
     runner = tools.ToolRunner(db, conftest.IsolatedSettings(database_url="postgresql://unused/x"))
-    return pipeline.TurnPipeline(
-        transcript=transcript.Transcript(db),
-        history=working.InProcessHistory(cap=100),
-        model=model,
-        seams=pipeline.Seams(
-            planner=pipeline.NoPlanner(),
-            retriever=pipeline.NoRetrieval(),
-            reducer=pipeline.KeepAll(),
-            tools=runner if with_tools else None,
-        ),
-        system_prompt=SYSTEM,
-        reply_timeout_seconds=reply_timeout,
-        reply_tokens=64,
-    )
+    p.seams = dataclasses.replace(p.seams, tools=runner if with_tools else None)
+    p.reply_timeout_seconds, p.reply_tokens = reply_timeout, 64
+    return p
 
 
 async def run(p: pipeline.TurnPipeline, *events: models.ChatEvent) -> models.TurnReport:
