@@ -88,8 +88,8 @@ class ModelSettings(_Section):
     #: the most tokens one reply may take (``max_tokens`` / Ollama's ``num_predict``), kept free
     #: in the context when a prompt is reduced to fit
     reply_tokens: int = Field(256, ge=16)
-    #: seconds a turn waits for the model's answer, tool rounds included; past it the turn ends
-    #: ``degraded`` without a reply
+    #: seconds a turn waits for the model's answer, tool rounds included (a round once started
+    #: finishes); past it the model call is cancelled and the turn ends ``degraded``, no reply
     reply_timeout_s: float = Field(60.0, gt=0)
     #: sampling temperature; unset: the ``ollama`` section's
     temperature: float | None = Field(None, ge=0)

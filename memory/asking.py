@@ -14,6 +14,7 @@ The pipeline bounds the whole of it with the reply timeout.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -65,13 +66,23 @@ async def ask(
     items: list[models.HistoryItem],
     max_rounds: int,
     max_tokens: int | None = None,
+    deadline: float | None = None,
 ) -> str:
     """The reply ("" when the model wrote none); the tool calls and results of the rounds are
-    appended to ``items`` as they happen (kept when a later call fails or is cut)."""
+    appended to ``items`` as they happen (kept when a later call fails or is cut).
+
+    ``deadline`` (the loop's clock): a model call still running then is cancelled and
+    ``TimeoutError`` raised; a tool round, once started, is never cut (its state change and the
+    barrier are written together)."""
+
+    async def chat(messages: list[models.PromptMessage]) -> models.ModelReply:
+        async with asyncio.timeout_at(deadline):
+            return await model.chat(messages, tools=schemas, max_tokens=max_tokens)
+
     schemas = tools.tool_schemas() if tools else None
     speakers = {e.login.lower(): e.user_id for e in batch.events}
     privileged = any(e.is_moderator for e in batch.chat)
-    reply = await model.chat(messages, tools=schemas, max_tokens=max_tokens)
+    reply = await chat(messages)
     said = reply.content.strip()
     rounds = 0
     while reply.tool_calls:
@@ -121,7 +132,7 @@ async def ask(
                 outcome.involved_user_ids,
                 {e.user_id for e in batch.chat},
             )
-        reply = await model.chat(messages, tools=schemas, max_tokens=max_tokens)
+        reply = await chat(messages)
         said = reply.content.strip() or said
     if not said:
         logger.warning(

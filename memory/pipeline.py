@@ -121,7 +121,8 @@ class TurnPipeline:
         #: the ingestion redactor, applied to the model's reply too (it may echo a secret it
         #: guessed or was fed by a tool) before it is journaled or sent
         self.redact = redact
-        #: how long a turn waits for the model (tool rounds included); None: the client's timeout
+        #: how long a turn waits for the model, from its first call (the time of tool rounds
+        #: included; a round once started is never cut); None: the client's timeout
         self.reply_timeout_seconds = reply_timeout_seconds
         #: the most tokens a reply may take, kept free in the model's context when the prompt is
         #: reduced to fit it
@@ -270,24 +271,25 @@ class TurnPipeline:
         reply and a ``model`` entry in ``degraded``."""
         assert self.model is not None
         started = time.perf_counter()
+        timeout = self.reply_timeout_seconds
         try:
-            async with asyncio.timeout(self.reply_timeout_seconds):
-                reply = await asking.ask(
-                    self.model,
-                    self.seams.tools,
-                    turn_id=turn_id,
-                    batch=batch,
-                    messages=messages,
-                    report=report,
-                    items=new_items,
-                    max_rounds=self.max_tool_rounds,
-                    max_tokens=self.reply_tokens,
-                )
+            reply = await asking.ask(
+                self.model,
+                self.seams.tools,
+                turn_id=turn_id,
+                batch=batch,
+                messages=messages,
+                report=report,
+                items=new_items,
+                max_rounds=self.max_tool_rounds,
+                max_tokens=self.reply_tokens,
+                deadline=None if timeout is None else asyncio.get_running_loop().time() + timeout,
+            )
         except TimeoutError:
             logger.warning(
                 "turn %s: no answer from the model within %g s: no reply",
                 turn_id,
-                self.reply_timeout_seconds,
+                timeout,
                 extra={"action": "model_timeout"},
             )
             report.degraded.append(models.Degraded(source="model", reason="timeout"))

@@ -226,7 +226,7 @@ async def test_a_slow_model_is_cut_at_the_reply_timeout(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     p = make(db, model, reply_timeout=0.3)
-    fake.hold = True  # the fake answers only when released: never, during this turn
+    fake.hold_from = 0  # the fake answers only when released: never, during this turn
     try:
         with caplog.at_level(logging.WARNING):
             report = await run(p, chatlog.chat(1, "alice", "hi Mnemo"))
@@ -239,6 +239,28 @@ async def test_a_slow_model_is_cut_at_the_reply_timeout(
         f"turn {report.turn_id}: no answer from the model within 0.3 s: no reply"
     ]
     assert await journaled(p, report) is models.TurnStatus.DEGRADED
+
+
+async def test_the_reply_timeout_never_cuts_a_tool_round(
+    db: postgres.Database,
+    fake: openai_server.FakeOpenAI,
+    model: openai_compat.OpenAIChat,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The call after a tool round is the slow one: the round's result stays in the report and
+    the history, the turn ends ``degraded``."""
+    p = make(db, model, reply_timeout=0.3)
+    fake.reply("", [{"name": "list_requests", "arguments": "{}"}])
+    fake.hold_from = 1
+    try:
+        report = await run(p, chatlog.chat(1, "alice", "what is requested?"))
+    finally:
+        fake.release.set()
+    assert [(t["name"], t["error"]) for t in report.tools] == [("list_requests", None)]
+    assert report.status is models.TurnStatus.DEGRADED and report.reply is None
+    assert [d.reason for d in report.degraded] == ["timeout"]
+    history = await p.history.recent("s1")
+    assert [i.role.value for i in history] == ["user", "assistant", "tool"]
 
 
 async def test_check_names_the_model_that_is_not_served(

@@ -20,8 +20,9 @@ class FakeOpenAI:
         self.key = key
         #: more fields of the model's ``/v1/models`` entry (``max_model_len``, as vLLM tells)
         self.model_fields: dict[str, Any] = {}
-        #: set: chat answers wait for ``release`` (``asked`` is set when one waits)
-        self.hold = False
+        #: the chat requests from this one on (0: the first) wait for ``release``; ``asked`` is
+        #: set when one waits (None: none waits)
+        self.hold_from: int | None = None
         self.asked = asyncio.Event()
         self.release = asyncio.Event()
         #: a ``message`` dict to answer with, or an int HTTP status, or ``None`` (no choices)
@@ -68,7 +69,7 @@ class FakeOpenAI:
         self.headers.append(dict(request.headers))
         if self.key is not None and request.headers.get("Authorization") != f"Bearer {self.key}":
             return web.json_response({"error": {"message": "invalid api key"}}, status=401)
-        if self.hold:
+        if self.hold_from is not None and len(self.requests) > self.hold_from:
             self.asked.set()
             await self.release.wait()
         scripted = (
