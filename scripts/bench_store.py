@@ -9,16 +9,16 @@ before (``scale.build_audience`` into that folder) is measured instead, without 
 viewer's first memory is then ``scale.first_memory`` with viewers after the audience); its store's
 files are mapped and every page touched first, and stay mapped for the whole run
 (``hold_pages``), so that every run finds them in the page cache, as on a PC whose memory holds
-the store (issue 21 session 11: this project's VMs run DAMON with a scheme that pages out file
-pages no process maps once they are ~60 s old, 128 MB/s; session 9's reading of the files once
-kept them only for the first minute of a run, so later parts measured the disk: cold memory
+the store (a VM may run DAMON with a scheme that pages out file pages no process maps once
+they are ~60 s old; reading the files once kept them only for the first minute of a run, so
+later parts measured the disk: cold memory
 stage 19.7 / 30.8 ms p50 / p95 against 7.5-8.6 / 12-13.7 ms with the pages held, same code and
 folder). ``--no-hold`` measures without. The load average (``os.getloadavg``) is recorded before and
 after, and ``cpu_probe_ms`` — the best of five runs of one fixed pure-Python loop — so that runs
-on machines of different speeds can be told apart (session 9's machine ran the same code 2-2.5x
-slower than session 8's). It imports whatever checkout
+on machines of different speeds can be told apart (the same code has run 2-2.5x slower on one
+day's VM than on another's). It imports whatever checkout
 ``PYTHONPATH`` names, so the previous store is measured the same way from an export of an older
-commit (issue 21: ``git archive 86a3b69 | tar -x -C /work/prev``, then
+commit (e.g. ``git archive 86a3b69 | tar -x -C /work/prev``, then
 ``PYTHONPATH=/work/prev .venv/bin/python scripts/bench_store.py …``).
 """
 
