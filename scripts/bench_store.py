@@ -30,11 +30,13 @@ import contextlib
 import json
 import mmap
 import os
+import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import harness, scale
+from memory.eval import blocks, harness, report, scale
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -122,6 +124,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     row = asyncio.run(measure(args.viewers, args.memories, args.data_dir, not args.no_hold))
+    row["meta"] = {  # for ``python -m memory.eval report --from`` (the "store" block)
+        "command": " ".join(["python scripts/bench_store.py", *sys.argv[1:]]),
+        "commit": blocks.commit(),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_seconds": round(row["seconds"], 1),
+        "hardware": report.hardware(),
+    }
     text = json.dumps(row, indent=1)
     if args.json is not None:
         args.json.write_text(text, encoding="utf-8")

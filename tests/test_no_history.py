@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 #: what is searched: the packages, scripts, config, tests, docs and the front page
 PATHS = ("memory", "bot", "config", "scripts", "tests", "docs", "README.md")
-#: the two documents being rewritten as a front page and a report (this set goes with them)
-REWRITTEN = {ROOT / "README.md", ROOT / "docs" / "evaluation.md"}
+#: the front page, being rewritten (this set goes with it)
+REWRITTEN = {ROOT / "README.md"}
 SKIPPED_DIRS = {"__pycache__", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 #: "issue N", "issues N and M", "issue #N", "session N", "sessions N-M", "session-N", "(SN)",
 #: "done-when N", with N a number
