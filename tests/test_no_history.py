@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 
 #: what is searched: the packages, scripts, config, tests, docs and the front page
 PATHS = ("memory", "bot", "config", "scripts", "tests", "docs", "README.md")
-#: the front page, being rewritten (this set goes with it)
-REWRITTEN = {ROOT / "README.md"}
 SKIPPED_DIRS = {"__pycache__", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 #: "issue N", "issues N and M", "issue #N", "session N", "sessions N-M", "session-N", "(SN)",
 #: "done-when N", with N a number
@@ -30,7 +28,7 @@ def text_files() -> Iterator[Path]:
         root = ROOT / name
         for path in [root] if root.is_file() else sorted(root.rglob("*")):
             parts = path.relative_to(ROOT).parts
-            if path.is_file() and not SKIPPED_DIRS.intersection(parts) and path not in REWRITTEN:
+            if path.is_file() and not SKIPPED_DIRS.intersection(parts):
                 yield path
 
 

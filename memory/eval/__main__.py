@@ -355,28 +355,37 @@ async def fresh_run(args: argparse.Namespace, data_dir: Path, started: float) ->
 
 
 def write_report(out: Path, runs: list[blocks.Run], started: float) -> int:
-    """The blocks ``runs`` have figures for, written into ``out``; then the plots."""
-    try:
-        text = out.read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"error: {out}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
-        return EXIT_ERROR
+    """The blocks ``runs`` have figures for, written into ``out`` (and, when ``out`` is the
+    project's report, the README's headline figures); then the plots. Nothing is written when a
+    document's markers are wrong."""
     made = blocks.render(runs)
-    try:
-        new = markers.replace(text, made, known=blocks.KNOWN)
-    except markers.MarkerError as exc:
-        print(f"error: {out}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    out.write_text(new, encoding="utf-8")
-    kept = [name for name in markers.blocks(text) if name not in made]
+    documents: list[tuple[Path, dict[str, str], tuple[str, ...]]] = [(out, made, blocks.KNOWN)]
+    readme = REPO_ROOT / "README.md"
+    if out.resolve() == (REPO_ROOT / "docs" / "evaluation.md").resolve() and readme.is_file():
+        documents.append((readme, {"headline": blocks.headline(runs)}, blocks.README_BLOCKS))
+    written, kept = [], []
+    for path, contents, known in documents:
+        try:
+            text = path.read_text(encoding="utf-8")
+            written.append((path, markers.replace(text, contents, known=known)))
+        except OSError as exc:
+            print(f"error: {path}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
+            return EXIT_ERROR
+        except markers.MarkerError as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        kept += [name for name in markers.blocks(text) if name not in contents]
+    for path, text in written:
+        path.write_text(text, encoding="utf-8")
     try:
         bench_data = next((r.bench for r in reversed(runs) if r.bench), None)
         images = report.plots(out.parent / report.PLOTS_DIR, blocks.plotted(runs), [], bench_data)
     except report.PlotsUnavailable as exc:
         print(f"note: plots left as they were: {exc}", file=sys.stderr)
         images = []
-    print(f"wrote {out}: {len(made)} block(s) ({', '.join(made) or 'none'}), {len(images)} plot(s) "
-          f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
+    names = ", ".join(made) or "none"
+    print(f"wrote {', '.join(str(p) for p, _ in written)}: {len(made)} block(s) ({names}), "
+          f"{len(images)} plot(s) in {time.perf_counter() - started:.0f} s")  # fmt: skip
     if kept:
         print(f"left as they were (no figures for them): {', '.join(kept)}")
     return EXIT_OK

@@ -27,7 +27,11 @@ KNOWN = (
     "longmemeval", "longmemeval-halves", "irc", "regulars", "precision", "ablations", "bench",
     "scale", "store",
 )  # fmt: skip
+#: the blocks of the README (its table of headline figures)
+README_BLOCKS = ("headline",)
 UNKNOWN_EMBEDDER = "embedder not recorded"
+#: the embedder the bot uses by default: its figures are the headline when it was measured
+DEFAULT_EMBEDDER_PREFIX = "e5"
 
 
 class ResultsError(ValueError):
@@ -345,6 +349,63 @@ def render(runs: Sequence[Run]) -> dict[str, str]:
         "scale": _from(scale_run, scale.text_report(scale_run.scale)) if scale_run and scale_run.scale else "",
     }  # fmt: skip
     return {name: text for name, text in made.items() if text.strip()}
+
+
+def headline_group(runs: Sequence[Run], case: str) -> tuple[Run, list[harness.Result]] | None:
+    """The figures of ``case`` the README shows: the default embedder's when it was measured,
+    else the first embedder's; the BM25 peers come from wherever they were measured."""
+    found = groups(runs, case)
+    if not found:
+        return None
+    run, results = next(
+        (g for g in found if g[0].embedder.startswith(DEFAULT_EMBEDDER_PREFIX)), found[0]
+    )
+    peers = [r for _, rs in found for r in rs if r.config.startswith("bm25")]
+    return run, [*results, *(p for p in peers if p not in results)]
+
+
+def _config(results: Sequence[harness.Result], config: str) -> dict[str, Any]:
+    return next((r.metrics for r in results if r.config == config), {})
+
+
+def _count(value: Any) -> str:
+    if isinstance(value, dict) and "hits" in value:
+        return f"{value['hits']:,} of {value['total']:,}"
+    return report.fmt(value)
+
+
+def headline(runs: Sequence[Run]) -> str:
+    """The README's table: one row a benchmark, the system beside its strongest simple peer."""
+    rows = []
+    for case, what, key, peer in (
+        ("synthetic", "synthetic multi-viewer stream: recall@5", "recall@5", "bm25_speaker"),
+        ("locomo", "LoCoMo: recall@5", "recall@5", "bm25_speaker"),
+        (longmemeval_run.CASE, "LongMemEval: turn recall_all@5", "turn_all@5",
+         longmemeval_run.BM25_ALL),
+        (regulars.CASE, "regulars corpus: answer in the top 3", "answer_top3", "bm25_speaker"),
+    ):  # fmt: skip
+        group = headline_group(runs, case)
+        if group is None:
+            rows.append([what, "not measured on this code", "", "", ""])
+            continue
+        run, results = group
+        ours, theirs = _config(results, "full"), _config(results, peer)
+        asked = ours.get("probes_answered", ours.get("questions"))
+        what = f"{what} ({asked:,} questions)" if isinstance(asked, int) else what
+        rows.append([what, f"**{report.fmt(ours.get(key))}**", report.fmt(theirs.get(key)) + f" ({peer})",
+                     _count(ours.get("misattribution")), f"`{run.meta.get('command', run.path)}`"])  # fmt: skip
+    store = [r for r in runs if r.store]
+    if store:
+        run = max(store, key=lambda r: (r.store or {}).get("viewers", 0))
+        row = run.store or {}
+        cold = row["memory_stage_ms"]["cold"]
+        rows.append([f"memory stage, {row['viewers']:,} viewers × {row['memories_per_viewer']}: cold p95",
+                     f"**{cold['p95']:.1f} ms**", "", "", f"`{run.meta.get('command', run.path)}`"])  # fmt: skip
+    headers = ["benchmark", "livememory", "peer, same run", "misattribution", "command"]
+    embedders = sorted({g[0].embedder for case in ("synthetic", "locomo", regulars.CASE,
+                        longmemeval_run.CASE) if (g := headline_group(runs, case))})  # fmt: skip
+    note = f"Embedder: {', '.join(f'`{e}`' for e in embedders)}." if embedders else ""
+    return "\n".join([report.table(headers, rows), "", note]).strip()
 
 
 def plotted(runs: Sequence[Run]) -> list[harness.Result]:
