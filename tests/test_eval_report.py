@@ -14,6 +14,7 @@ from tests.cli import ROOT, run
 if TYPE_CHECKING:
     from pathlib import Path
 
+NOT_MEASURED = "Not measured on this code."
 DOC = """# Evaluation
 
 Prose a person wrote, with a table of their own:
@@ -151,3 +152,22 @@ def test_the_document_names_only_blocks_the_report_makes() -> None:
     text = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
     found = markers.blocks(text)
     assert found and set(found) <= set(blocks.KNOWN)
+
+
+def test_the_document_and_the_readme_hold_what_the_saved_runs_give() -> None:
+    """``python -m memory.eval report --from docs/evaluation/runs/*.json`` would change nothing."""
+    files = sorted((ROOT / "docs" / "evaluation" / "runs").glob("*.json"))
+    assert files, "docs/evaluation/runs/ holds the results the report is made from"
+    runs = [blocks.load(path) for path in files]
+    for path, made, known in (
+        (ROOT / "docs" / "evaluation.md", blocks.render(runs), blocks.KNOWN),
+        (ROOT / "README.md", {"headline": blocks.headline(runs)}, blocks.README_BLOCKS),
+    ):
+        text = path.read_text(encoding="utf-8")
+        for name, block in markers.blocks(text).items():  # no figure without its run
+            if name not in made:
+                assert text[block.start : block.stop].strip() == NOT_MEASURED, name
+        assert markers.replace(text, made, known=known) == text, (
+            f"{path.name} differs from its runs: python -m memory.eval report --from "
+            "docs/evaluation/runs/*.json"
+        )

@@ -159,11 +159,13 @@ def parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_files",
         type=Path,
-        action="append",
+        action="extend",
+        nargs="+",
         default=None,
         metavar="FILE",
-        help="report: the saved --json results of earlier runs (repeat it; a later file's "
-        "figures replace an earlier one's for the same data and embedder); nothing is run",
+        help="report: the saved --json results of earlier runs (e.g. docs/evaluation/runs/*.json; "
+        "a later file's figures replace an earlier one's for the same data and embedder); "
+        "nothing is run",
     )
     p.add_argument(
         "--bench-from", type=Path, default=None, help="report: reuse the bench of an earlier --json"
