@@ -170,8 +170,6 @@ PRECISION_COLUMNS = (
 )
 IRC_COLUMNS = (
     ("turns", "turns"),
-    ("items/prompt", "items_per_prompt"),
-    ("tokens/prompt", "tokens_per_prompt"),
     ("misattribution", "misattribution"),
     ("degraded", "degraded_turns"),
     ("tokens/naive", "token_ratio"),
