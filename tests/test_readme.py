@@ -98,3 +98,9 @@ def test_a_long_running_readme_command_exists_and_its_help_works(command: str) -
         return
     done = run(help_form(command))
     assert done.returncode == 0 and "usage:" in done.stdout, f"{command}:\n{done.stderr[-2000:]}"
+
+
+def test_every_file_the_readme_links_to_exists() -> None:
+    links = re.findall(r"\]\(((?!https?:)[^)#\s]+)", README.read_text(encoding="utf-8"))
+    assert links
+    assert [link for link in links if not (ROOT / link).exists()] == []
