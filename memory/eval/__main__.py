@@ -381,7 +381,8 @@ def write_report(out: Path, runs: list[blocks.Run], started: float) -> int:
         path.write_text(text, encoding="utf-8")
     try:
         bench_data = next((r.bench for r in reversed(runs) if r.bench), None)
-        images = report.plots(out.parent / report.PLOTS_DIR, blocks.plotted(runs), [], bench_data)
+        images = report.plots(out.parent / report.PLOTS_DIR, blocks.plotted(runs),
+                              blocks.ablation_rows(runs), bench_data)  # fmt: skip
     except report.PlotsUnavailable as exc:
         print(f"note: plots left as they were: {exc}", file=sys.stderr)
         images = []

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from memory.eval import ablations as ablations_module
 from memory.eval import harness, locomo, longmemeval_run, regulars, report
 
 if TYPE_CHECKING:
@@ -404,6 +405,25 @@ def headline(runs: Sequence[Run]) -> str:
                         longmemeval_run.CASE) if (g := headline_group(runs, case))})  # fmt: skip
     note = f"Embedder: {', '.join(f'`{e}`' for e in embedders)}." if embedders else ""
     return "\n".join([report.table(headers, rows), "", note]).strip()
+
+
+def ablation_rows(runs: Sequence[Run]) -> list[ablations_module.Row]:
+    """The latest file's ablations as ``ablations.Row`` (for the plot)."""
+    run = next((r for r in reversed(runs) if r.ablations), None)
+    if run is None:
+        return []
+    return [
+        ablations_module.Row(
+            ablation=ablations_module.Ablation(
+                name=row["name"],
+                description=row["description"],
+                overrides=row.get("overrides") or {},
+            ),
+            result=result_from_json(row["result"]) if row.get("result") else None,
+            skipped=row.get("skipped"),
+        )
+        for row in run.ablations
+    ]
 
 
 def plotted(runs: Sequence[Run]) -> list[harness.Result]:
