@@ -202,8 +202,8 @@ def plots(
         ax.bar([x - 0.2 for x in xs], recall, width=0.4, label="recall@5")
         ax.bar([x + 0.2 for x in xs], mis, width=0.4, label="misattribution")
         ax.set_xticks(list(xs), names, rotation=30, ha="right")
-        ax.set(ylim=(0, 1), title="Ablations (synthetic stream)")
-        ax.legend()
+        ax.set(ylim=(0, 1.2), title="Ablations (synthetic stream)")
+        ax.legend(loc="upper center", ncol=2, fontsize=8)
         written.append(_save(plt, fig, out_dir / "ablations.png"))
     if bench and bench.get("latency"):
         written.append(_bench_plot(plt, out_dir, bench["latency"]))
