@@ -113,6 +113,19 @@ async def measure(
     return row
 
 
+def command_line(argv: list[str]) -> str:
+    """The command that reproduces the run: its arguments without ``--json FILE``."""
+    shown, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--json":
+            skip = True
+        elif not word.startswith("--json="):
+            shown.append(word)
+    return " ".join(["python scripts/bench_store.py", *shown])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--viewers", type=int, default=1000)
@@ -125,7 +138,7 @@ def main() -> None:
     args = parser.parse_args()
     row = asyncio.run(measure(args.viewers, args.memories, args.data_dir, not args.no_hold))
     row["meta"] = {  # for ``python -m memory.eval report --from`` (the "store" block)
-        "command": " ".join(["python scripts/bench_store.py", *sys.argv[1:]]),
+        "command": command_line(sys.argv[1:]),
         "commit": blocks.commit(),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_seconds": round(row["seconds"], 1),

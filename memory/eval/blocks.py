@@ -270,7 +270,7 @@ def store_table(runs: Sequence[Run]) -> str:
             return "n/a"
         return f"{figures['p50']:.{digits}f} / {figures['p95']:.{digits}f}"
 
-    lines = []
+    lines, sources = [], []
     for (viewers, memories), run in sorted(rows.items()):
         r = run.store or {}
         s, i, m = r["startup"], r["inspect"], r["memory_stage_ms"]
@@ -281,13 +281,13 @@ def store_table(runs: Sequence[Run]) -> str:
             pair(r.get("first_memory_ms")), pair(m.get("cold")), pair(m.get("warm")),
             pair(m.get("window")), f"{r.get('cpu_probe_ms', 0):.0f}",
             " / ".join(f"{x:.1f}" for x in r.get("load_before", [])[:1] + r.get("load_after", [])[:1]),
-            source_line(run),
         ])  # fmt: skip
+        sources.append(f"- {viewers:,} × {memories}: {source_line(run)}")
     headers = ["viewers × memories", "disk MB", "start-up median / min s", "start-up RSS MB",
                "inspect median / min s", "inspect RSS MB", "first memory p50 / p95 ms",
                "cold stage p50 / p95 ms", "warm p50 / p95 ms", "opened in the window p50 / p95 ms",
-               "cpu_probe_ms", "load before / after", "command"]  # fmt: skip
-    return report.table(headers, lines)
+               "cpu_probe_ms", "load before / after"]  # fmt: skip
+    return "\n".join([report.table(headers, lines), "", *sources])
 
 
 def commit() -> str | None:
