@@ -181,7 +181,7 @@ class Reducer(Protocol):
 
 
 class MemorySpaces(Protocol):
-    """Semantic memory spaces on Qdrant (issue 3): personal, episodic, lore.
+    """Semantic memory spaces on Qdrant: personal, episodic, lore.
 
     ``space`` is a storage key from ``identity``: ``viewer:<user id>``, ``stream:<stream id>`` or
     ``lore``. Records carry their key in ``MemoryRecord.space``. Texts are embedded by the spaces.

@@ -90,7 +90,7 @@ async def _open_cache_and_history(
 ) -> tuple[ports.Cache, ports.WorkingHistory]:
     if settings.redis_url is None:
         return cache.InProcessCache(), working.InProcessHistory(settings.memory.history_cap)
-    # imported when used: the redis client costs 0.1-0.3 s of start-up (issue 21, session 6)
+    # imported when used: the redis client costs 0.1-0.3 s of start-up (``python -X importtime``)
     from memory.adapters import redis as redis_adapter
 
     client = await redis_adapter.connect(

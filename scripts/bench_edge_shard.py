@@ -6,7 +6,7 @@ Random 384-d vectors and sparse vectors, a keyword tenant index (``is_tenant``) 
 on ``said_at``; then ``load`` in the same process and 300 queries as ``QdrantSpaces.search`` sends
 them (a dense and two sparse prefetches, filtered by a random tenant and "not superseded", fused by
 RRF). ``--cold``: dense vectors on disk (``Memory.Cold``) instead of Edge's default (in RAM). Peak
-RSS includes the build. Not a test: it prints figures (issue 21, docs/evaluation.md).
+RSS includes the build. Not a test: it prints figures (docs/evaluation.md, 'The embedded store').
 """
 
 from __future__ import annotations

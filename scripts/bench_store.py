@@ -9,16 +9,16 @@ before (``scale.build_audience`` into that folder) is measured instead, without 
 viewer's first memory is then ``scale.first_memory`` with viewers after the audience); its store's
 files are mapped and every page touched first, and stay mapped for the whole run
 (``hold_pages``), so that every run finds them in the page cache, as on a PC whose memory holds
-the store (issue 21 session 11: this project's VMs run DAMON with a scheme that pages out file
-pages no process maps once they are ~60 s old, 128 MB/s; session 9's reading of the files once
-kept them only for the first minute of a run, so later parts measured the disk: cold memory
+the store (a VM may run DAMON with a scheme that pages out file pages no process maps once
+they are ~60 s old; reading the files once kept them only for the first minute of a run, so
+later parts measured the disk: cold memory
 stage 19.7 / 30.8 ms p50 / p95 against 7.5-8.6 / 12-13.7 ms with the pages held, same code and
 folder). ``--no-hold`` measures without. The load average (``os.getloadavg``) is recorded before and
 after, and ``cpu_probe_ms`` — the best of five runs of one fixed pure-Python loop — so that runs
-on machines of different speeds can be told apart (session 9's machine ran the same code 2-2.5x
-slower than session 8's). It imports whatever checkout
+on machines of different speeds can be told apart (the same code has run 2-2.5x slower on one
+day's VM than on another's). It imports whatever checkout
 ``PYTHONPATH`` names, so the previous store is measured the same way from an export of an older
-commit (issue 21: ``git archive 86a3b69 | tar -x -C /work/prev``, then
+commit (e.g. ``git archive 86a3b69 | tar -x -C /work/prev``, then
 ``PYTHONPATH=/work/prev .venv/bin/python scripts/bench_store.py …``).
 """
 
@@ -30,11 +30,13 @@ import contextlib
 import json
 import mmap
 import os
+import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import harness, scale
+from memory.eval import blocks, harness, report, scale
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -111,6 +113,19 @@ async def measure(
     return row
 
 
+def command_line(argv: list[str]) -> str:
+    """The command that reproduces the run: its arguments without ``--json FILE``."""
+    shown, skip = [], False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--json":
+            skip = True
+        elif not word.startswith("--json="):
+            shown.append(word)
+    return " ".join(["python scripts/bench_store.py", *shown])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--viewers", type=int, default=1000)
@@ -122,6 +137,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     row = asyncio.run(measure(args.viewers, args.memories, args.data_dir, not args.no_hold))
+    row["meta"] = {  # for ``python -m memory.eval report --from`` (the "store" block)
+        "command": command_line(sys.argv[1:]),
+        "commit": blocks.commit(),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_seconds": round(row["seconds"], 1),
+        "hardware": report.hardware(),
+    }
     text = json.dumps(row, indent=1)
     if args.json is not None:
         args.json.write_text(text, encoding="utf-8")

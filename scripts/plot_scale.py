@@ -1,4 +1,4 @@
-"""The log-log plot of ``docs/evaluation.md`` ("Scale") from measured rows, one series per store.
+"""A log-log plot of the embedded store's costs against audience size from measured rows, one series per store.
 
     .venv/bin/python scripts/plot_scale.py [--points docs/evaluation/scale_points.json] \
         [--out docs/evaluation/scale.png]

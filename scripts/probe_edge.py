@@ -1,4 +1,4 @@
-"""Two probes of the embedded store of a data folder built before (issue 21, session 7).
+"""Two probes of the embedded store of a data folder built before.
 
     .venv/bin/python scripts/probe_edge.py gil --data-dir /work/sc10k
     .venv/bin/python scripts/probe_edge.py first-touch --data-dir /work/sc10k

@@ -5,7 +5,7 @@
 Runs ``scale.memory_stage``'s batches (``bench_retrieval.make_batches``, ``scale.STAGE_TURNS`` a
 seed, seeds 1-5) through a fresh retriever each and writes, per batch, its items (source, memory
 id, score, time said), its context block, each source's ids and the degraded sources as JSON: two
-checkouts whose files are byte-identical recall the same (issue 21, session 7). Not a test.
+checkouts whose files are byte-identical recall the same. Not a test.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ engine's query (``EdgeEngine.query_candidates``), each memory-space search (``Qd
 and the context assembly (``context.assemble``). Prints per pass the stage's mean and p95 and what
 each part takes a batch; then the slowest tenth of the batches after the first pass, each with its
 parts and its sources. Wrappers only time: every call runs as it does in the bot. Not a test:
-figures only (issue 21 sessions 14-15, ``docs/evaluation.md``).
+figures only (docs/evaluation.md, 'The embedded store').
 """
 
 from __future__ import annotations

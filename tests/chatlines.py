@@ -1,4 +1,4 @@
-"""Chat events for the tests of issue 10: message ``m<n>`` of stream ``s1`` at ``3 n`` seconds
+"""Chat events for the privacy and reply-policy tests: message ``m<n>`` of stream ``s1`` at ``3 n`` seconds
 (one batch each under the default 2 s window); ``!…`` texts are commands."""
 
 from __future__ import annotations

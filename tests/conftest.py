@@ -151,7 +151,7 @@ def make_settings(tmp_path: Path, database_url: str) -> SettingsFactory:
             "ollama_host": "http://127.0.0.1:9",
             "memory": {"embedder": "offline"},
             "worker": {"in_process": False, "backoff_base_seconds": 0.0},
-            # every batch answered, as before the reply policy (issue 10): tests of memory get
+            # every batch answered, as without a reply policy: tests of memory get
             # a turn per batch; tests of the policy ask for ``addressed`` / ``ambient``
             "reply": {"policy": "always"},
         }
@@ -180,6 +180,6 @@ def env(database_url: str, tmp_path: Path) -> dict[str, str]:
         "LIVEMEMORY_DATA_DIR": str(tmp_path / "data"),
         "OLLAMA_HOST": "http://127.0.0.1:9",
         "LIVEMEMORY_MEMORY__EMBEDDER": "offline",
-        # a report with plan and recall for every batch, as before the reply policy (issue 10)
+        # a report with plan and recall for every batch, as without a reply policy
         "LIVEMEMORY_REPLY__POLICY": "always",
     }

@@ -1,4 +1,4 @@
-"""Addressing the bot the way viewers do (issue 22): ``@Mnemo``, ``@mnemo,``, ``ciao @Mnemo``,
+"""Addressing the bot the way viewers do: ``@Mnemo``, ``@mnemo,``, ``ciao @Mnemo``,
 ``Mnemo?`` — and never ``@mnemo_fan`` or ``mnemonic``. A viewer called like the persona is a
 viewer: the bot's user id tells its own lines apart."""
 

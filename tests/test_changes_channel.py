@@ -1,4 +1,4 @@
-"""Issue 20's done-when, as a user runs it: a channel of three weekly streams (``tests/data/
+"""Changing facts over a channel's life, as a user runs it: a channel of three weekly streams (``tests/data/
 changes_channel.jsonl``: six viewers state facts in the first, change them in the second — moved,
 switched studies, quit a job, a new job, a birthday, in English and Italian, next to traps: a
 sister's city, a hypothetical move — and ask about them in the third, when none of it is in the
@@ -79,7 +79,7 @@ def test_the_newest_statement_comes_first_for_every_changed_fact(
 def test_without_supersession_older_statements_come_first(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    """The ablation: the check above tells the difference (the issue's finding, reproduced)."""
+    """The ablation: the check above tells the difference (without supersession the older facts win)."""
     off = {**env, "LIVEMEMORY_MEMORY__SUPERSEDE": "false"}
     found = places(end_to_end.replay(TRANSCRIPT, off, tmp_path), events())
     stale = [q for q, (old, new) in found.items() if old is not None and (new is None or old < new)]

@@ -1,5 +1,5 @@
 """The dashboard served by a running bot on the embedded defaults (``python -m bot console --no-llm
---web``, issue 23): the streamer signs in with the one-time link the bot printed, forgets a memory
+--web``): the streamer signs in with the one-time link the bot printed, forgets a memory
 in Chromium, and the bot's next turn no longer recalls it; the audit names ``web:local``.
 """
 

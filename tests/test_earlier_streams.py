@@ -1,4 +1,4 @@
-"""The episodes of the channel's earlier streams (the ``earlier`` source, issue 20): a question to
+"""The episodes of the channel's earlier streams (the ``earlier`` source): a question to
 the bot in a fresh stream reaches them, the bot's replies are found and shown as the bot's own
 words (never a viewer's), a question about what the bot said shows them first."""
 

@@ -169,7 +169,7 @@ async def test_auto_falls_back_to_the_bundled_one(tmp_path: Path, fake_ollama: F
 
 async def test_auto_with_nothing_listening_never_loads_the_ollama_client(tmp_path: Path) -> None:
     """The embedded default's start-up with no Ollama: a refused connection on this machine is
-    the answer, so the ``auto`` choice does not import the client (issue 21, ~0.1 s)."""
+    the answer, so the ``auto`` choice does not import the client (~0.1 s)."""
     code = (
         "import asyncio, sys; from config.settings import Settings; "
         "from memory.spaces import embedders; "

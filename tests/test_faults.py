@@ -1,4 +1,4 @@
-"""Fault injection (issue 11): real servers of the test's own taken down and brought back while
+"""Fault injection: real servers of the test's own taken down and brought back while
 chat flows, and for each fault the count of messages in vs stored vs answered vs consolidated.
 
 - Postgres stopped for 10 s while the real TwitchIO bot (against the fake Twitch) receives 30
@@ -154,7 +154,7 @@ async def test_postgres_down_10s_under_the_twitch_bot_loses_no_chat(
     # speed (the last ones waited about 3 s plus the drain); the first waited the whole outage
     assert sent_ids[10] in missed, by_status
     assert {r["status"] for r in consolidated} == {"succeeded"}
-    # the outage is one line when it starts and one when it ends, without a traceback (issue 22)
+    # the outage is one line when it starts and one when it ends, without a traceback
     assert not [r.getMessage() for r in caplog.records if r.exc_info]
     actions = [
         getattr(r, "action", None)

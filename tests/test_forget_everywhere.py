@@ -1,4 +1,4 @@
-"""Forget means forgotten, everywhere (issue 10, done-when 3).
+"""Forget means forgotten, everywhere.
 
 A viewer says a unique string; it reaches the transcript, the working history (Redis), the turn
 reports, a channel-state note about her and its tool-call row, her personal memory and profile,

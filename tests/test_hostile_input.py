@@ -1,4 +1,4 @@
-"""The hostile inputs of issue 11, each at the edge it enters by: a transcript line, a console line.
+"""Hostile inputs, each at the edge it enters by: a transcript line, a console line.
 
 Each is refused with one clear message naming its line (no traceback), and every line before it is
 kept; text is cleaned, not refused (NUL and lone surrogates stripped).

@@ -1,4 +1,4 @@
-"""Unambiguous identities (issue 11): a login resolves to exactly one user id or is refused with
+"""Unambiguous identities: a login resolves to exactly one user id or is refused with
 the candidates, in admin commands, chat commands and the planner. ``alice``, ``ALICE`` and
 ``alice`` + zero-width space are three people whose logins normalise alike."""
 

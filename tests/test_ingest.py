@@ -95,7 +95,7 @@ async def test_a_full_spool_refuses_loudly_and_counts(
 
 
 def test_a_drained_spool_keeps_no_byte_of_what_it_held(tmp_path: Path) -> None:
-    """Issue 10: once delivered, a spooled text is gone from the file and its write-ahead log
+    """Once delivered, a spooled text is gone from the file and its write-ahead log
     (a forget later erases it from the transcript; the spool must not keep a copy)."""
     path = tmp_path / "spool.sqlite"
     spool = spool_module.SqliteSpool(path, capacity=10)

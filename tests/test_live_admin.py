@@ -1,4 +1,4 @@
-"""Moderating while live on one PC (issue 23): ``python -m memory.admin`` while ``python -m bot
+"""Moderating while live on one PC: ``python -m memory.admin`` while ``python -m bot
 console --no-llm --web`` runs on the embedded defaults — no Postgres, Redis or Qdrant server.
 
 The admin command finds the bot's control file and runs in the bot: inspect, forget (its question

@@ -1,4 +1,4 @@
-"""The done-when checks of issues 3 and 4, as a user runs them: replay a transcript with
+"""Memory as a user checks it: replay a transcript with
 ``--sync-consolidation``, then look at memory with ``python -m memory.admin`` (subprocesses, real
 Postgres, embedded Qdrant in the test's data folder, offline embedder)."""
 

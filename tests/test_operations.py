@@ -262,7 +262,7 @@ async def test_export_holds_memories_profile_episodes_and_state(memory: Memory) 
     viewer = await memory.ops.resolve_viewer("@Alice")
     data = await memory.ops.export(viewer)
 
-    state = data["state"]  # the channel-state rows about her (issue 10), not bob's own
+    state = data["state"]  # the channel-state rows about her, not bob's own
     assert [n["text"] for n in state["notes"]] == ["alice runs the quiz"]
     assert [r["kind"] for r in state["relationships"]] == ["siblings"]
     assert state["requests"] == []

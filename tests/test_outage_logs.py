@@ -1,4 +1,4 @@
-"""Quiet, readable logs during outages (issue 22): an expected, handled failure — Redis or Ollama
+"""Quiet, readable logs during outages: an expected, handled failure — Redis or Ollama
 unavailable, a memory source over its time budget — logs one line when it starts and one when it
 ends, counts it in ``livememory_outages_total``, and never prints a traceback (each failure's
 traceback is at DEBUG).

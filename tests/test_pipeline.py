@@ -242,7 +242,7 @@ async def test_the_barrier_is_recorded_even_when_the_model_fails_after_the_tools
         "set_relationship", {"viewer_a": "alice", "viewer_b": "bob", "kind": "siblings"}
     )
     fake_ollama.fail_in_turn(500)  # the call after the tool round fails
-    # both wrote in the batch: the tools may record state about them (issue 10)
+    # both wrote in the batch: the tools may record state about them
     events = (
         chatlog.chat(3, "alice", "record that alice and bob are siblings"),
         chatlog.chat(4, "bob", "yes we are"),

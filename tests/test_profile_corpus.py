@@ -1,4 +1,4 @@
-"""The profile corpus (issue 20): everyday EN + IT phrasings of the slots, checked line by line.
+"""The profile corpus: everyday EN + IT phrasings of the slots, checked line by line.
 
 ``tests/data/profile_corpus.jsonl`` has one JSON object per line, of two shapes:
 
@@ -53,7 +53,7 @@ def test_each_corpus_line_sets_or_clears_the_expected_slots(row: dict[str, Any])
     assert profile_module.slots_of(row["text"]) == row["expect"]
 
 
-#: the phrasings issue 20 saw missed, each with the slot it must fill
+#: phrasings the extractor once missed, each with the slot it must fill
 MISSED = [
     ("I'm a nurse, night shifts are rough", {"job": "nurse"}),
     ("I'm a software tester now", {"job": "software tester"}),

@@ -1,4 +1,4 @@
-"""Every per-message and per-turn query uses an index on a channel's whole life (issue 15).
+"""Every per-message and per-turn query uses an index on a channel's whole life.
 
 A database with 100,000 finished turns (a message each, 10,000 viewers, 100,000 consolidation
 jobs) is built in SQL (``generate_series``); each hot query is then planned twice — with the

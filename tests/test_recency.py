@@ -1,4 +1,4 @@
-"""Recency in ranking (``spaces.recency``, issue 20): comparable answers of a viewer newest first,
+"""Recency in ranking (``spaces.recency``): comparable answers of a viewer newest first,
 by the same query terms or by the same subject of the query; the order kept in the scores."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Secrets and personal data never stored, never repeated (issue 10).
+"""Secrets and personal data never stored, never repeated.
 
 The corpus (``tests/data/redaction_corpus.tsv``, EN + IT, each kind positive and negative) is
 checked line by line; then the positive lines go through the whole system (real Postgres and Redis,

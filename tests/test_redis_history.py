@@ -1,5 +1,5 @@
 """The Redis working history shared by several processes: each keeps a decoded copy and reads only
-what is new, yet every reader sees what every writer wrote (issue 15)."""
+what is new, yet every reader sees what every writer wrote."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ async def test_a_reader_far_behind_or_a_replaced_list_reloads_whole(
 
 
 async def test_history_keys_carry_the_configured_ttl(client: aioredis.Redis, prefix: str) -> None:
-    """Issue 10: a stream's list and its sequence number expire together after the last write."""
+    """A stream's list and its sequence number expire together after the last write."""
     history = redis_adapter.RedisHistory(client, cap=CAP, prefix=prefix, ttl_seconds=600)
     await history.append("s1", [item(1)])
     keys = [f"{prefix}history:s1", f"{prefix}history:seq:s1"]

@@ -1,4 +1,4 @@
-"""When the bot speaks (issue 10): addressed | ambient, per-viewer cooldown, the quiet switch, and
+"""When the bot speaks: addressed | ambient, per-viewer cooldown, the quiet switch, and
 silent turns that are journaled and consolidated but never planned, recalled or sent to the model.
 
 The replays run the real pipeline (real Postgres, embedded Qdrant, the fake Ollama through the real

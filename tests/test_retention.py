@@ -1,4 +1,4 @@
-"""Retention (issue 10): texts older than the configured age are purged by a scheduled job, with an
+"""Retention: texts older than the configured age are purged by a scheduled job, with an
 audit row; the job is called directly with a cutoff (no waiting), and its scheduling is checked on
 the job queue."""
 

@@ -266,7 +266,7 @@ async def test_an_invalidation_by_another_process_stops_the_refill(redis_url: st
 
 
 async def test_a_shared_cache_is_read_in_one_round_trip_before_a_fetch() -> None:
-    """The cached value and the invalidation marker come in one request (issue 15: Redis)."""
+    """The cached value and the invalidation marker come in one request (Redis)."""
 
     class Counting(cache_module.InProcessCache):
         def __init__(self) -> None:

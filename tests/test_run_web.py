@@ -1,4 +1,4 @@
-"""``python -m bot run --no-llm --web`` against the fake Twitch (issue 23): the Twitch bot hosts the
+"""``python -m bot run --no-llm --web`` against the fake Twitch: the Twitch bot hosts the
 admin endpoint and the dashboard in its process, ``memory.admin`` is answered by it, and SIGTERM
 stops chat, dashboard and endpoint together (exit 0, the control file gone)."""
 

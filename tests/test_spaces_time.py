@@ -1,4 +1,4 @@
-"""Memory spaces and time (issue 20): the superseded mark and the time window, one contract over
+"""Memory spaces and time: the superseded mark and the time window, one contract over
 the in-memory fake and both Qdrant layouts (``tests.test_spaces.store``)."""
 
 from __future__ import annotations

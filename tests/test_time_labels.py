@@ -1,4 +1,4 @@
-"""Time in the prompt (issue 20): every memory and profile line says when it was said, relative to
+"""Time in the prompt: every memory and profile line says when it was said, relative to
 the turn's chat time (the batch's newest message, never the wall clock)."""
 
 from __future__ import annotations

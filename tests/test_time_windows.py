@@ -1,4 +1,4 @@
-"""Time-scoped and past questions through retrieval (issue 20): the viewer's recall lifts what was
+"""Time-scoped and past questions through retrieval: the viewer's recall lifts what was
 said in the window among its candidates and keeps the best answer from outside it near the top (the episodes:
 restricted, falling back to the whole stream when nothing is in it); a past question brings
 superseded memories back, labelled; caches key on both."""

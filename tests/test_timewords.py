@@ -1,4 +1,4 @@
-"""Time-scoped and past questions (issue 20): EN + IT time expressions → a window relative to a fixed
+"""Time-scoped and past questions: EN + IT time expressions → a window relative to a fixed
 chat time; past questions; how the planner puts both on the sources."""
 
 from __future__ import annotations

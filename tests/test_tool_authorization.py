@@ -1,4 +1,4 @@
-"""The model cannot write canon about people who did not ask (issue 10).
+"""The model cannot write canon about people who did not ask.
 
 A tool call that changes state about a viewer is accepted only when that viewer wrote in the turn's
 batch, or a moderator/broadcaster did; otherwise the model gets an error result and nothing changes.

@@ -1,4 +1,4 @@
-"""Every turn ends, and restarts pick up where a crash left off (issue 11).
+"""Every turn ends, and restarts pick up where a crash left off.
 
 - Redis down mid-run: the working history falls back to the transcript, the turn ends ``degraded``
   (journaled with its consolidation job, never ``pending``), a metric counts it, and the history is

@@ -395,7 +395,7 @@ async def test_commands_are_answered_apart_and_never_reach_the_model(
     assert kinds["!forget last"] is models.EventKind.COMMAND
 
 
-# -- over the real memory operations (issue 3) ---------------------------------------------------
+# -- over the real memory operations ---------------------------------------------------------
 async def test_commands_over_the_memory_operations(
     db: postgres.Database, make_settings: SettingsFactory
 ) -> None:

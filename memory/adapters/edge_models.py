@@ -49,7 +49,7 @@ def side_record(vectors: Any, sparse: Any, metadata: Any) -> dict[str, Any]:
     }
 
 
-#: Where a shard keeps its parts (issue 21, session 6): dense vectors, the sparse index, the
+#: Where a shard keeps its parts: dense vectors, the sparse index, the
 #: payload indexes and the id tracker memory-mapped from disk (``Memory.Cold``), so RSS is what searches touch through
 #: the page cache instead of every vector (Edge's default keeps dense vectors and payload indexes in
 #: RAM: 2.7 GB at 1,000,000 memories). A shard of the previous release (no ``placement`` in its
@@ -60,7 +60,7 @@ PLACEMENT = 1
 #: a search to the pool and joins them: for the memory stage's small filtered searches the
 #: hand-off costs more than the parallel reads save. A viewer's fused query on the 1,000,000-point
 #: shard (2 segments, 2 cores): 0.44-0.58 ms with the default, 0.66 with 2 threads, 0.35-0.36
-#: with 1; start-up and ``inspect`` got quicker too (issue 21 session 13, ``docs/evaluation.md``).
+#: with 1; start-up and ``inspect`` got quicker too (see docs/evaluation.md, 'The embedded store').
 #: Edge keeps it in the shard's ``edge_config.json``; ``load`` passes it every time.
 SEARCH_THREADS = 1
 #: Segments bigger than this (KB of vectors) are optimized into immutable ones (Edge's default)
@@ -135,14 +135,14 @@ def index_record(schema: Any) -> dict[str, Any]:
 #: A shard's payload indexes (its side file's ``indexes``) are built in Edge once it holds this
 #: many points, and dropped below it (``edge_shards.fit_indexes``), but for ``SEARCHED``. Each
 #: keyword index costs its shard 4-5 MB of resident memory at ``load`` however few points it holds
-#: (measured, issue 21 session 9: a 300-point shard loads +35 MB with four, +5 MB with none).
+#: (measured: a 300-point shard loads +35 MB with four, +5 MB with none).
 INDEX_AT = 1_000
 #: The indexes searches filter by: a shared-layout shard's tenant and "not superseded" (every
 #: search), the time window (``said_at``) and the kinds (a kind-filtered search, the earlier
 #: streams' episodes). A shared-layout shard has them from its creation, whatever its size
 #: (``always_indexed``); only ``turn_id`` (the write side's lookups) waits for ``INDEX_AT``.
 #: Without an index each of a fused query's four prefetches reads every point's payload to test
-#: the condition (issue 21 session 13, a shard of episodes): 4.3 ms a query at 300 points and
+#: the condition (measured on a shard of episodes): 4.3 ms a query at 300 points and
 #: 9 ms at 900 with no index, 0.18 and 0.42 ms with the first two; a time window 2.7 / 8.2 ms
 #: without ``said_at``'s index, 0.24 / 0.30 with it; a kind filter 2.8 ms at 300 points without
 #: ``kind``'s, 0.33 with it. They cost a tiny shard ~17 MB at load (+25 against +8 with none),

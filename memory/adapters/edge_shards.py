@@ -30,7 +30,7 @@ _PAGE = 512
 EDGE_CONFIG = "edge_config.json"
 #: The write-ahead log's segments: 4 MB instead of Edge's 32 MB. The WAL keeps its open segment,
 #: one made ahead and one closed segment after a flush, and ``load`` reads a closed one whole:
-#: 32 MB of resident memory for any shard written past its first segment (issue 21 session 8:
+#: 32 MB of resident memory for any shard written past its first segment (measured:
 #: 31.9 of the 10,000 x 100 viewer shard's RSS). Edge 0.9 takes these options only from its
 #: ``edge_config.json`` (``wal_options``, the ``wal`` crate's ``WalOptions``; not in its Python
 #: API), so they are written there before ``load`` creates a shard or opens one (segments made

@@ -182,7 +182,7 @@ class QdrantSpaces:
         began = time.perf_counter()
         with qdrant_collections.wrap_errors("open"):
             loaded = await self.client.engine.warm(names)
-        # a start's largest part after the imports (issue 21 session 15): said, to be seen
+        # a start's largest part after the imports: said, to be seen
         logger.info(
             "embedded Qdrant: %d shard(s) loaded in %.0f ms",
             loaded,

@@ -1,4 +1,4 @@
-"""Embedded Qdrant on Qdrant Edge (issue 21): the server's engine in-process, a shard per collection.
+"""Embedded Qdrant on Qdrant Edge: the server's engine in-process, a shard per collection.
 
 ``EdgeClient`` answers the calls of qdrant-client's API (its method and argument names, with the
 models of ``qdrant_models``) from Edge shards, as ``qdrant_server.ServerClient`` answers them from a
@@ -12,7 +12,7 @@ indexes. ``edge_models`` translates ``qdrant_models`` to Edge's and back; ``edge
 the blocking file work (locks, loading, side files, vacuum swaps).
 
 * **Reads on the event loop, the rest in worker threads.** Edge has no async API, and its Python
-  binding (0.9) holds the GIL for the whole of every call (measured, issue 21 session 7: a ticker
+  binding (0.9) holds the GIL for the whole of every call (measured: a ticker
   on the loop stalled for the whole of an 84 ms query, a 200 ms count, a 607 ms facet run through
   ``asyncio.to_thread``). A worker thread therefore buys a read no concurrency: the loop waits for
   it either way, and the thread added its hop and the GIL's hand-over (up to the 5 ms switch
@@ -255,7 +255,7 @@ class EdgeEngine:
     ) -> list[spaces_module.Candidate]:
         """``query_points``' points as ranking candidates (``qdrant_hybrid.search``), made from
         Edge's points without the scored points in between (their ids, versions and vectors are
-        not read: ~5 µs a point, a fifth of a viewer's search, issue 21 session 12)."""
+        not read: ~5 µs a point, a fifth of a viewer's search)."""
         request = edge_models.query_request(limit=limit, **kwargs)
         async with self._using(collection_name) as shard:
             found = shard.query(request)  # on the loop, as ``query_points``
@@ -272,7 +272,7 @@ class EdgeEngine:
         """Read the points ``where`` selects once (``edge_models.touch_request``), so that the
         pages of their vectors and payloads are in memory when a search of them comes: a first
         search of a viewer whose pages the OS no longer holds waits for ~16 reads from disk
-        (3-4 ms, issue 21 session 7). Returns how many points it read."""
+        (3-4 ms). Returns how many points it read."""
         request = edge_models.touch_request(self._side(collection_name), where)
         async with self._using(collection_name) as shard:
             return len(shard.query(request))

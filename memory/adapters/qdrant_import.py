@@ -2,8 +2,8 @@
 
 ``import qdrant_client`` runs ``qdrant_client/http/__init__.py``, which calls ``model_rebuild`` on
 every one of the ~340 pydantic models of the REST API whose forward references were left open
-(``_pydantic_compat.update_forward_refs``): 0.25-0.6 s of every process's start-up (issue 21,
-session 6, ``python -X importtime``), for a bot that uses a dozen of them. Pydantic 2 finishes such
+(``_pydantic_compat.update_forward_refs``): 0.25-0.6 s of every process's start-up
+(``python -X importtime``), for a bot that uses a dozen of them. Pydantic 2 finishes such
 a model by itself the first time it is validated or built, from the same module namespace, so the
 eager pass is skipped: ``install`` loads qdrant-client's own ``_pydantic_compat`` module before
 the package and replaces that one function with one that does nothing. Everything else of the

@@ -1,7 +1,7 @@
 """Moving the embedded store of earlier releases (qdrant-client's local mode) into Qdrant Edge.
 
 Earlier releases kept embedded memories in ``<data_dir>/qdrant``: a local-mode folder per collection
-(``spaces/<collection>/``, issue 15) or, before that, one local-mode folder for all. On the first
+(``spaces/<collection>/``) or, before that, one local-mode folder for all. On the first
 start of this release (``open_spaces``), or with ``python -m memory.admin migrate-qdrant``, every
 memory is copied into the Edge shards of ``<data_dir>/qdrant-edge`` in the configured layout:
 
@@ -193,7 +193,7 @@ async def _copy_collection(
             else:
                 payload.pop(spaces_module.TENANT_KEY, None)
             record = spaces_module.from_payload(payload)
-            # a release before issue 20 stored no ``said_at``: the time-window filter reads it
+            # an older release stored no ``said_at``: the time-window filter reads it
             payload.setdefault(spaces_module.SAID_AT_KEY, record.said_at.isoformat())
             vector: Any = point.vector
             if not isinstance(vector, dict):  # dense-only: the lexical vector from the text

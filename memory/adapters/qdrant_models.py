@@ -5,8 +5,8 @@ The adapters (``qdrant``, ``qdrant_collections``, ``qdrant_hybrid``, ``qdrant_mu
 both stores: ``qdrant_edge`` translates them to Qdrant Edge's own (``edge_models``), and
 ``qdrant_server`` to qdrant-client's pydantic models by name (``qm.<Name>(**fields)``) and back.
 So the embedded default never imports qdrant-client: its import (REST models, httpx, grpc,
-protobuf, numpy) was ~0.65-0.9 s of every start-up and ~60 MB of RSS (issue 21, session 9:
-``python -X importtime``), for a vocabulary of ~40 names. Each class has qdrant-client's field
+protobuf, numpy) was ~0.65-0.9 s of every start-up and ~60 MB of RSS (``python -X
+importtime``), for a vocabulary of ~40 names. Each class has qdrant-client's field
 names and defaults for the fields the adapters use (a name it lacks fails at construction);
 ``MatchExcept.except_`` is sent as ``except``, as qdrant-client's alias.
 """

@@ -59,7 +59,7 @@ class SqliteSpool:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            # a removed entry's text is overwritten, not left in a free page (forget, issue 10)
+            # a removed entry's text is overwritten, not left in a free page (forget)
             self._db.execute("PRAGMA secure_delete=ON")
             self._db.execute(_SCHEMA)
         except sqlite3.Error as exc:

@@ -73,7 +73,7 @@ class NoBarrier:
 
 
 class StateBarrier:
-    """The barrier recorded by the tool runner (issue 6) in ``turn_barriers``."""
+    """The barrier recorded by the tool runner in ``turn_barriers``."""
 
     def __init__(self, db: postgres.Database) -> None:
         self.db = db

@@ -14,7 +14,11 @@
 - ``bench``: latency / throughput figures (not a test). ``bench --scale``: costs against the
   audience and the stored turns (``memory.eval.scale``; ``--viewers``, ``--memories``, ``--turns``,
   ``--redis-url``, ``--plot``).
-- ``report``: quality + ablations + bench, written to ``docs/evaluation.md`` with PNG plots.
+- ``report``: rewrites the generated blocks of ``docs/evaluation.md`` (``memory.eval.markers``,
+  ``memory.eval.blocks``) and its PNG plots. ``--from FILE`` (repeatable): from saved ``--json``
+  results, without running anything; without it, from a fresh run of quality (the default
+  sources, and the naive design on the synthetic stream), ablations and bench. Only the blocks
+  whose figures it has are rewritten; the prose around them is left as it is.
 - ``baseline``: run the quick quality evaluation and record ``baseline.json``.
 
 Exit codes: 0 done (gate passed), 1 gate failed, 2 the evaluation could not run.
@@ -28,6 +32,7 @@ import json
 import logging
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +40,13 @@ from memory import errors
 from memory.eval import (
     REPO_ROOT,
     ablations,
+    blocks,
     default_data_dir,
     embed_cache,
     harness,
-    locomo,
     longmemeval,
     longmemeval_run,
+    markers,
     regulars,
     report,
     suite,
@@ -150,6 +156,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-bench", action="store_true", help="report: skip the benchmarks")
     p.add_argument(
+        "--from",
+        dest="from_files",
+        type=Path,
+        action="extend",
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="report: the saved --json results of earlier runs (e.g. docs/evaluation/runs/*.json; "
+        "a later file's figures replace an earlier one's for the same data and embedder); "
+        "nothing is run",
+    )
+    p.add_argument(
         "--bench-from", type=Path, default=None, help="report: reuse the bench of an earlier --json"
     )
     p.add_argument("--no-gate", action="store_true", help="quality --quick: print, never fail")
@@ -165,26 +183,38 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: (option, attribute, its default: the option is shown when the value differs) for
+#: ``command_line``
+SHOWN_OPTIONS: tuple[tuple[str, str, Any], ...] = (
+    ("--embedder", "embedder", harness.DEFAULT_EMBEDDER),
+    ("--locomo-first", "locomo_first", None),
+    ("--locomo-half", "locomo_half", None),
+    ("--sparse-scheme", "sparse_scheme", None),
+    ("--longmemeval-first", "longmemeval_first", None),
+    ("--longmemeval-types", "longmemeval_types", None),
+    ("--longmemeval-half", "longmemeval_half", None),
+    ("--jobs", "jobs", 1),
+)
+SCALE_OPTIONS: tuple[tuple[str, str, Any], ...] = (("--viewers", "viewers", None), ("--memories", "memories", None),
+                 ("--turns", "turns", None))  # fmt: skip
+
+
 def command_line(args: argparse.Namespace) -> str:
+    """The command that reproduces a run, with the options that changed it."""
     parts = ["python -m memory.eval", args.command]
+    if args.command in ("quality", "baseline") and args.sources != ",".join(suite.SOURCES):
+        parts.append(f"--sources {args.sources}")
     if args.quick:
         parts.append("--quick")
-    if args.embedder != harness.DEFAULT_EMBEDDER:
-        parts.append(f"--embedder {args.embedder}")
-    if args.locomo_first is not None:
-        parts.append(f"--locomo-first {args.locomo_first}")
-    if args.locomo_half is not None:
-        parts.append(f"--locomo-half {args.locomo_half}")
-    if args.sparse_scheme:
-        parts.append(f"--sparse-scheme {args.sparse_scheme}")
-    if args.longmemeval_first is not None:
-        parts.append(f"--longmemeval-first {args.longmemeval_first}")
-    if args.longmemeval_types:
-        parts.append(f"--longmemeval-types {args.longmemeval_types}")
-    if args.longmemeval_half:
-        parts.append(f"--longmemeval-half {args.longmemeval_half}")
-    if args.jobs != 1:
-        parts.append(f"--jobs {args.jobs}")
+    options = SHOWN_OPTIONS
+    if args.command == "bench" and args.scale:
+        parts.append("--scale")
+        options += SCALE_OPTIONS
+    for option, name, default in options:
+        value = getattr(args, name)
+        if value is not None and value != default:
+            shown = " ".join(map(str, value)) if isinstance(value, list) else value
+            parts.append(f"{option} {shown}")
     if args.command == "report" and args.no_bench:
         parts.append("--no-bench")
     elif args.command == "report" and args.bench_from:
@@ -201,6 +231,7 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
     lme = _lme_options(args)
     if lme is None:
         return EXIT_ERROR
+    started = time.perf_counter()
     results, skipped = await suite.run_quality(
         sources,
         data_dir,
@@ -218,7 +249,8 @@ async def quality(args: argparse.Namespace, data_dir: Path) -> int:
     print_breakdowns(results)
     for source, why in skipped.items():
         print(f"skipped {source}: {why}")
-    _dump(args.json, {"results": [r.to_json() for r in results], "skipped": skipped})
+    meta = await run_meta(args, started)
+    _dump(args.json, {"meta": meta, "results": [r.to_json() for r in results], "skipped": skipped})
     if args.command == "baseline":
         data = suite.record_baseline(results)
         print(f"baseline recorded in {suite.BASELINE_PATH}: {json.dumps(data['synthetic'])}")
@@ -254,15 +286,10 @@ def _lme_options(args: argparse.Namespace) -> longmemeval_run.Options | None:
 
 def print_breakdowns(results: list[harness.Result]) -> None:
     """LoCoMo per question category (temporal on its own) and LongMemEval per question type."""
-    rows = [
-        [r.config, f"{kind} ({locomo.CATEGORIES.get(int(kind[3:]), '?')})", curve.get(1),
-         curve.get(5), curve.get(10)]
-        for r in results if r.case == "locomo"
-        for kind, curve in r.recall_by_kind.items() if kind.startswith("cat")
-    ]  # fmt: skip
-    if rows:
+    found = [r for r in results if r.case == "locomo"]
+    if any(kind.startswith("cat") for r in found for kind in r.recall_by_kind):
         print("\nLoCoMo per category:")
-        print(report.table(["config", "category", "R@1", "R@5", "R@10"], rows))
+        print(blocks.locomo_categories(found))
     halves = report.half_table(results)
     if halves:
         print("\nPer half of the data (tune on dev, report on held-out):")
@@ -293,9 +320,23 @@ async def run_ablations(args: argparse.Namespace) -> list[ablations.Row]:
 
 
 async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
+    """``report``: the document's generated blocks and plots, from saved results (``--from``) or
+    from a fresh run (written to ``--json`` too)."""
+    started = time.perf_counter()
+    if args.from_files:
+        try:
+            runs = [blocks.load(path) for path in args.from_files]
+        except blocks.ResultsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+    else:
+        runs = [await fresh_run(args, data_dir, started)]
+    return write_report(args.out, runs, started)
+
+
+async def fresh_run(args: argparse.Namespace, data_dir: Path, started: float) -> blocks.Run:
     from memory.eval import bench
 
-    started = time.perf_counter()
     results, skipped = await suite.run_quality(
         list(suite.SOURCES), data_dir, quick=args.quick, embedder=args.embedder
     )
@@ -306,23 +347,64 @@ async def full_report(args: argparse.Namespace, data_dir: Path) -> int:
     print(report.quality_table(results))
     rows = await run_ablations(args)
     bench_data = None if args.no_bench else await _bench(args, data_dir)
-    bench_text = bench.text_report(bench_data) if bench_data else ""
-    doc_dir = args.out.parent
+    if bench_data:
+        print(bench.text_report(bench_data))
+    meta, ablation_rows = await run_meta(args, started), [r.to_json() for r in rows]
+    _dump(args.json, {"meta": meta, "results": [r.to_json() for r in results],
+                      "ablations": ablation_rows, "bench": bench_data, "skipped": skipped})  # fmt: skip
+    return blocks.Run(path="(this run)", meta=meta, results=results, ablations=ablation_rows,
+                      bench=bench_data)  # fmt: skip
+
+
+def write_report(out: Path, runs: list[blocks.Run], started: float) -> int:
+    """The blocks ``runs`` have figures for, written into ``out`` (and, when ``out`` is the
+    project's report, the README's headline figures); then the plots. Nothing is written when a
+    document's markers are wrong."""
+    made = blocks.render(runs)
+    documents: list[tuple[Path, dict[str, str], tuple[str, ...]]] = [(out, made, blocks.KNOWN)]
+    readme = REPO_ROOT / "README.md"
+    if out.resolve() == (REPO_ROOT / "docs" / "evaluation.md").resolve() and readme.is_file():
+        documents.append((readme, {"headline": blocks.headline(runs)}, blocks.README_BLOCKS))
+    written, kept = [], []
+    for path, contents, known in documents:
+        try:
+            text = path.read_text(encoding="utf-8")
+            written.append((path, markers.replace(text, contents, known=known)))
+        except OSError as exc:
+            print(f"error: {path}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
+            return EXIT_ERROR
+        except markers.MarkerError as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        kept += [name for name in markers.blocks(text) if name not in contents]
+    for path, text in written:
+        path.write_text(text, encoding="utf-8")
     try:
-        images = report.plots(doc_dir / report.PLOTS_DIR, results, rows, bench_data)
+        bench_data = next((r.bench for r in reversed(runs) if r.bench), None)
+        images = report.plots(out.parent / report.PLOTS_DIR, blocks.plotted(runs),
+                              blocks.ablation_rows(runs), bench_data)  # fmt: skip
     except report.PlotsUnavailable as exc:
-        print(f"note: no plots: {exc}", file=sys.stderr)
+        print(f"note: plots left as they were: {exc}", file=sys.stderr)
         images = []
-    text = report.document(
-        results=results, rows=rows, bench=bench_data, skipped=skipped, embedder=await suite.embedder_name(args.embedder),
-        command=command_line(args), images=images, doc_dir=doc_dir, bench_text=bench_text,
-    )  # fmt: skip
-    doc_dir.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    _dump(args.json, {"results": [r.to_json() for r in results], "ablations": [r.to_json() for r in rows],
-                      "bench": bench_data, "skipped": skipped})  # fmt: skip
-    print(f"wrote {args.out} ({len(images)} plots) in {time.perf_counter() - started:.0f} s")
+    names = ", ".join(made) or "none"
+    print(f"wrote {', '.join(str(p) for p, _ in written)}: {len(made)} block(s) ({names}), "
+          f"{len(images)} plot(s) in {time.perf_counter() - started:.0f} s")  # fmt: skip
+    if kept:
+        print(f"left as they were (no figures for them): {', '.join(kept)}")
     return EXIT_OK
+
+
+async def run_meta(args: argparse.Namespace, started: float) -> dict[str, Any]:
+    """What a results file says about its run: the command, the embedder, the commit, when it
+    ended, how long it ran and on what machine."""
+    return {
+        "command": command_line(args),
+        "embedder": await suite.embedder_name(args.embedder),
+        "commit": blocks.commit(),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "hardware": report.hardware(),
+    }
 
 
 async def _bench(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
@@ -345,16 +427,20 @@ async def _main(args: argparse.Namespace, data_dir: Path) -> int:
             args.quick = True
         return await quality(args, data_dir)
     if args.command == "ablations":
-        await run_ablations(args)
+        started = time.perf_counter()
+        rows = await run_ablations(args)
+        meta = await run_meta(args, started)
+        _dump(args.json, {"meta": meta, "ablations": [r.to_json() for r in rows]})
         return EXIT_OK
     if args.command == "bench" and args.scale:
         return await scale_bench(args)
     if args.command == "bench":
         from memory.eval import bench
 
+        started = time.perf_counter()
         data = await bench.run(data_dir, quick=args.quick)
         print(bench.text_report(data))
-        _dump(args.json, data)
+        _dump(args.json, {**data, "meta": await run_meta(args, started)})
         return EXIT_OK
     return await full_report(args, data_dir)
 
@@ -362,6 +448,7 @@ async def _main(args: argparse.Namespace, data_dir: Path) -> int:
 async def scale_bench(args: argparse.Namespace) -> int:
     from memory.eval import scale
 
+    started = time.perf_counter()
     data = await scale.run(
         viewers=args.viewers or scale.VIEWERS,
         memories=args.memories or scale.MEMORIES,
@@ -369,7 +456,7 @@ async def scale_bench(args: argparse.Namespace) -> int:
         redis_url=args.redis_url,
     )
     print(scale.text_report(data))
-    _dump(args.json, data)
+    _dump(args.json, {**data, "meta": await run_meta(args, started)})
     if args.plot is not None:
         print(f"plot: {scale.plot(data, args.plot)}")
     return EXIT_OK

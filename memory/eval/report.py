@@ -178,29 +178,20 @@ def plots(
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     fig, ax = plt.subplots(figsize=(7, 4))
-    for result in results:
-        if result.latencies_ms and not result.metrics.get("peer"):  # peers: query time only
-            ax.hist(
-                result.latencies_ms, bins=40, alpha=0.5, label=f"{result.case} ({result.config})"
-            )
-    ax.set(
-        xlabel="memory stage latency (ms)", ylabel="turns", title="Memory stage latency per turn"
-    )
-    ax.legend()
+    timed = [
+        r for r in results if r.latencies_ms and not r.metrics.get("peer")
+    ]  # peers: query only
+    ceiling = max((sorted(r.latencies_ms)[int(0.99 * (len(r.latencies_ms) - 1))] for r in timed),
+                  default=1.0)  # fmt: skip
+    for result in timed:
+        ax.hist([min(v, ceiling) for v in result.latencies_ms], bins=40, range=(0, ceiling),
+                density=True, histtype="step", linewidth=1.5,
+                label=f"{result.case} ({result.config})")  # fmt: skip
+    ax.set(xlabel="memory stage latency (ms; the slowest 1 % at the right edge)",
+           ylabel="share of turns (density)", title="Memory stage latency per turn")  # fmt: skip
+    ax.legend(fontsize=8)
     written.append(_save(plt, fig, out_dir / "latency_hist.png"))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for result in results:
-        ks = [k for k, v in result.recall_curve.items() if v is not None]
-        if ks:
-            ax.plot(
-                ks,
-                [result.recall_curve[k] for k in ks],
-                marker="o",
-                label=f"{result.case} ({result.config})",
-            )
-    ax.set(xlabel="k", ylabel="recall@k", ylim=(0, 1), title="Evidence recall@k")
-    ax.legend()
-    written.append(_save(plt, fig, out_dir / "recall_at_k.png"))
+    written.append(_recall_plot(plt, out_dir, results))
     ran = [row for row in rows if row.result is not None]
     if ran:
         fig, ax = plt.subplots(figsize=(8, 4))
@@ -211,12 +202,30 @@ def plots(
         ax.bar([x - 0.2 for x in xs], recall, width=0.4, label="recall@5")
         ax.bar([x + 0.2 for x in xs], mis, width=0.4, label="misattribution")
         ax.set_xticks(list(xs), names, rotation=30, ha="right")
-        ax.set(ylim=(0, 1), title="Ablations (synthetic stream)")
-        ax.legend()
+        ax.set(ylim=(0, 1.2), title="Ablations (synthetic stream)")
+        ax.legend(loc="upper center", ncol=2, fontsize=8)
         written.append(_save(plt, fig, out_dir / "ablations.png"))
     if bench and bench.get("latency"):
         written.append(_bench_plot(plt, out_dir, bench["latency"]))
     return written
+
+
+def _recall_plot(plt: Any, out_dir: Path, results: Sequence[harness.Result]) -> Path:
+    """Recall@k, one panel per data set, one line per system (peers dashed)."""
+    cases = [c for c in dict.fromkeys(r.case for r in results)
+             if any(v is not None for r in results if r.case == c for v in r.recall_curve.values())]  # fmt: skip
+    fig, axes = plt.subplots(1, max(len(cases), 1), figsize=(4 * max(len(cases), 1), 3.6),
+                             squeeze=False, sharey=True)  # fmt: skip
+    for ax, case in zip(axes[0], cases, strict=False):
+        for result in (r for r in results if r.case == case):
+            ks = [k for k, v in result.recall_curve.items() if v is not None]
+            style = "--" if result.metrics.get("peer") else "-"
+            ax.plot(ks, [result.recall_curve[k] for k in ks], style, marker="o", markersize=3,
+                    label=result.config)  # fmt: skip
+        ax.set(xlabel="k", ylim=(0, 1), title=case)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("evidence recall@k")
+    return _save(plt, fig, out_dir / "recall_at_k.png")
 
 
 def _bench_plot(plt: Any, out_dir: Path, rows: Sequence[Mapping[str, Any]]) -> Path:

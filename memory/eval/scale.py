@@ -1,4 +1,4 @@
-"""``python -m memory.eval bench --scale``: what a channel's whole life costs (issue 15).
+"""``python -m memory.eval bench --scale``: what a channel's whole life costs.
 
 Figures, not a test. On the embedded defaults (embedded Postgres and Qdrant in a temporary data
 folder, offline embedder), for each audience size (``--viewers``, ``--memories`` each):
@@ -183,10 +183,8 @@ PACKAGES = ("bot", "config", "memory")
 def bytecode_cached() -> None:
     """This checkout's modules compiled to bytecode (``__pycache__``), as a user's first run or
     ``pip install`` leaves them: a start-up measured is a user's second and later one, not one
-    that also compiles the ~200 modules it imports (0.1-0.17 s of it on 2 cores, issue 21
-    session 15). Compiled here because a shell with ``PYTHONDONTWRITEBYTECODE`` set, as this
-    project's VMs have, never writes them (the sessions before measured with every start
-    compiling)."""
+    that also compiles the ~200 modules it imports (0.1-0.17 s of it on 2 cores). Compiled here because a shell with
+    ``PYTHONDONTWRITEBYTECODE`` set, as this project's VMs have, never writes them."""
     for package in PACKAGES:
         compileall.compile_dir(REPO_ROOT / package, quiet=1)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,6 +202,7 @@ async def _run_sources(
             skipped[source] = reason
             logger.warning("%s skipped: %s", source, reason)
             continue
+        began = time.perf_counter()
         if source == "longmemeval":
             options = lme or longmemeval_run.Options()
             if quick:
@@ -209,6 +211,8 @@ async def _run_sources(
                 data_dir, options, embedder=embedder, peer_embedder=peer_embedder,
                 with_peers=with_peers, embed_cache=embed_cache,
             )  # fmt: skip
+            for result in found:
+                result.metrics["source_seconds"] = round(time.perf_counter() - began, 1)
             results.extend(found)
             skipped.update({f"{source} {name}": why for name, why in missing.items()})
             continue
@@ -221,6 +225,8 @@ async def _run_sources(
                 case, overrides=overrides, embedder=embedder, embed_cache=embed_cache
             )
         found, missing = await _scored(case, reports, system, peer_embedder, with_peers=with_peers)
+        for result in found:  # the source's replay, scoring and peers
+            result.metrics["source_seconds"] = round(time.perf_counter() - began, 1)
         results += found
         skipped.update({f"{source} {name}": why for name, why in missing.items()})
     return results, skipped

@@ -1,4 +1,4 @@
-"""Erasure: a viewer's words leave every store (issue 10, "forget means forgotten, everywhere").
+"""Erasure: a viewer's words leave every store ("forget means forgotten, everywhere").
 
 ``Eraser.erase_viewer`` is what ``!forget me`` + confirm, ``!forget @x all`` (moderators) and
 ``python -m memory.admin forget --viewer X --everywhere`` run, after ``Operations.forget_viewer``

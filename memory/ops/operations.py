@@ -1,6 +1,6 @@
 """Inspect, export, forget and correct memories; pause memory writing; every change audited.
 
-These are the operations the admin CLI (``python -m memory.admin``) and the chat commands (issue 5)
+These are the operations the admin CLI (``python -m memory.admin``) and the chat commands
 call, with an ``actor`` naming who acts (``admin:cli``, ``twitch:<login>``). Authorisation is the
 caller's job; ``owner=`` lets a chat command restrict an operation to the viewer's own memories.
 

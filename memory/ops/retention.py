@@ -1,4 +1,4 @@
-"""Retention (issue 10): texts older than ``settings.retention.max_age_days`` are purged.
+"""Retention: texts older than ``settings.retention.max_age_days`` are purged.
 
 Off by default. When set, a ``retention`` job runs on the Postgres job queue once per
 ``interval_seconds`` (one job per interval: its dedupe key is the interval's number, so several bot

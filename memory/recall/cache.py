@@ -27,7 +27,8 @@ class InProcessCache:
 
     Besides the strings of ``ports.Cache``, ``get_value`` / ``set_value`` keep any object as it is:
     in one process the memory stage caches its items themselves, without the JSON round trip a
-    shared cache needs (issue 21 session 13: the encoding was ~5 % of a cold memory stage).
+    shared cache needs (the encoding was ~5 % of a cold memory stage; see docs/evaluation.md,
+    'The embedded store').
 
     Parameters
     ----------

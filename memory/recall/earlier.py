@@ -1,4 +1,4 @@
-"""Episodes of the channel's earlier streams: the ``earlier`` source (issue 20).
+"""Episodes of the channel's earlier streams: the ``earlier`` source.
 
 A question put to the bot, a reference to earlier or a "remember when" that the working history does
 not cover plans the ``episodic`` source (this stream's episodes). When the channel has had earlier

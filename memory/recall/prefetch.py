@@ -1,4 +1,4 @@
-"""Open the personal spaces of a batch while its window is still open (issue 15).
+"""Open the personal spaces of a batch while its window is still open.
 
 On embedded Qdrant the first search in a viewer's space opens that viewer's folder, which loads every
 memory (~13 ms for 100): at 10,000 viewers × 100 memories, a batch naming a handful of viewers whose
@@ -8,7 +8,7 @@ message is stored and starts opening the spaces the planner may recall from for 
 the viewers it names, ``Planner.viewers_of``) in the background, so retrieval finds them open.
 In the shared layout (one shard for every viewer, loaded at start) it reads those viewers' points
 once instead (``QdrantSpaces.warm``): a viewer's first search otherwise waits for the disk when
-the OS no longer holds their pages (~16 reads, 3-4 ms; issue 21, session 7).
+the OS no longer holds their pages (~16 reads, 3-4 ms; see docs/evaluation.md, 'The embedded store').
 
 Best effort: a failure is logged and left to retrieval, which reports an unavailable space as
 degraded as before. With a Qdrant server (or the in-memory spaces of tests) there is nothing to open.

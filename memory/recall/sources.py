@@ -286,7 +286,7 @@ class SpaceSource:
 
 
 def state_fetcher(db: postgres.Database, *, limit: int = 10) -> SourceFetcher:
-    """The ``state`` fetcher over issue 6's ``state.fetch_state`` (rows about the batch's viewers first)."""
+    """The ``state`` fetcher over ``state.fetch_state`` (rows about the batch's viewers first)."""
 
     async def fetch(source: models.PlannedSource, batch: models.Batch) -> list[models.RecallItem]:
         from memory.state import channel as state

@@ -314,7 +314,7 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
 async def _refused_on_loopback(host: str) -> bool:
     """Whether ``host`` (``OLLAMA_HOST``, read as the ``ollama`` client does) is on this machine
     and refuses a TCP connection: then nothing is there to ask, and the ``auto`` choice needs no
-    Ollama client (issue 21: start-up). Anything else, a parse problem included, is left to it."""
+    Ollama client (a quicker start-up). Anything else, a parse problem included, is left to it."""
     url = host if "://" in host else f"http://{host or '127.0.0.1'}"
     try:
         parts = urllib.parse.urlsplit(url)

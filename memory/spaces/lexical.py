@@ -50,10 +50,10 @@ RRF_K = 2
 #: evidence with plain RRF, which every Qdrant with hybrid queries has (a weighted ``RrfQuery``
 #: needs a newer server than docker-compose's). LoCoMo conversation 0, lexical scheme, offline
 #: embedder: R@5 0.457 with one copy, 0.497 with two (weighted RRF at 2: 0.487, at 3: 0.497; k = 10:
-#: 0.466). With Qdrant's Bm25 as the scheme (session 7, same code otherwise), three: LoCoMo's
+#: 0.466). With Qdrant's Bm25 as the scheme (same code otherwise), three: LoCoMo's
 #: development half R@1 0.394 → 0.404, R@5 0.631 → 0.633, synthetic unchanged (0.970); on
 #: LongMemEval's 55 development questions that missed turn recall_all@5 or any@5, 4 more all@5
-#: and none lost (docs/evaluation.md, session 7)
+#: and none lost (see docs/evaluation.md, 'LoCoMo')
 SPARSE_COPIES = 3
 
 #: a context term (the question a memory answers) weighs this much of one of the memory's own terms

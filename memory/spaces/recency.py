@@ -95,7 +95,7 @@ def indexed_terms(
 def stored_terms(record: records.MemoryRecord, sparse: ports.SparseEncoder) -> dict[str, Any]:
     """``indexed_terms`` as a stored point keeps them (``store.TERMS_KEY``), with the scheme they
     are ids of: a search then reads them instead of tokenizing every candidate again (~8 µs a
-    candidate, 20 candidates a search; issue 21 session 12)."""
+    candidate, 20 candidates a search; see docs/evaluation.md, 'The embedded store')."""
     return {"scheme": sparse.version, "ids": sorted(indexed_terms(record, sparse))}
 
 

@@ -181,8 +181,9 @@ def stored_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     """``payload`` as a point keeps it: without the keys whose value is null or empty
     (``from_payload`` reads a missing key as its field's default, "not superseded" filters on
     an empty mark either way). A memory's payload has half as many keys: Edge parses and
-    allocates every key of every candidate it reads, ~10 µs a point (issue 21 session 13: a
-    viewer's fused query 0.36 → 0.25 ms on first touch, 0.24 → 0.18 after)."""
+    allocates every key of every candidate it reads, ~10 µs a point (a viewer's
+    fused query 0.36 → 0.25 ms on first touch, 0.24 → 0.18 after; see docs/evaluation.md,
+    'The embedded store')."""
     return {key: value for key, value in payload.items() if value not in _NOTHING}
 
 
@@ -288,10 +289,10 @@ def fetch_size(limit: int) -> int:
     the recency re-rank): one and a half times the limit, at least 15 (15 for the default limit
     of 10, 30 for a time-scoped recall's 20). Edge reads every candidate's payload (~13 µs) and
     each becomes Python objects, so a search costs about in proportion. Four times the limit (40)
-    gave LoCoMo R@5 0.616, twice (20, issue 21 session 12) 0.618; one and a half times the same
+    gave LoCoMo R@5 0.616, twice (20) 0.618; one and a half times the same
     0.618 (R@10 0.677 -> 0.680), the same synthetic R@5 and LongMemEval any@5 / all@5 /
-    freshness, and a cold memory stage ~9 % quicker at 10,000 viewers (issue 21 session 14,
-    ``docs/evaluation.md``)."""
+    freshness, and a cold memory stage ~9 % quicker at 10,000 viewers (see
+    docs/evaluation.md, 'The embedded store')."""
     return max(limit + limit // 2, 15)
 
 

@@ -1,4 +1,4 @@
--- Structured channel state, tool-call records, ingestion barriers and history summaries (issue 6).
+-- Structured channel state, tool-call records, ingestion barriers and history summaries.
 
 -- state_channel_of_stream --
 -- description: the channel of a stream ($1 stream); no row when the stream is unknown

@@ -10,7 +10,7 @@ from memory import errors
 
 @dataclass
 class RecordingMemory:
-    """``commands.MemoryCommands`` that records every call (the operations are issue 3's)."""
+    """``commands.MemoryCommands`` that records every call (the operations of ``memory.ops``)."""
 
     viewers: dict[str, str] = field(default_factory=dict)
     summaries: dict[str, str] = field(default_factory=dict)
