@@ -1,0 +1,90 @@
+"""The cost of an embedder in the running bot: start-up, RSS, consolidation and a paced IRC replay.
+
+    .venv/bin/python scripts/bench_embedders.py --embedder offline [--json out.json]
+    .venv/bin/python scripts/bench_embedders.py --embedder e5 [--json out.json]
+
+Run once per embedder, one after the other on the same machine: each run is its own process, so
+its RSS is its own. Measured, in order:
+
+* ``startup_s``: opening every service (embedded Postgres, Qdrant Edge, the embedder with its
+  first embedding) in a fresh data folder, and the process's RSS right after (``rss_start_mb``);
+* ``consolidation``: a synthetic stream replayed without consolidating, then the consolidation of
+  every turn with 1 and with 2 jobs at a time (``memory.eval.bench.consolidation_throughput``);
+* ``replay``: the busiest IRC hour paced at ``--speedup`` × real time, consolidating as it goes
+  (``memory.eval.bench.replay_throughput``, first ``--limit`` messages): the memory stage's p50 /
+  p95, the largest lag behind the chat's clock and whether it kept up (lag under 2 s);
+* ``rss_peak_mb``: the process's peak RSS over the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from memory.eval import REPO_ROOT, bench, harness
+
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _startup(embedder: str) -> dict[str, Any]:
+    from memory import runtime
+
+    with harness.temporary_data_dir("livememory-bench-") as tmp:
+        settings = harness.eval_settings(tmp, embedder=embedder)
+        began = time.perf_counter()
+        async with runtime.lifespan(settings, no_llm=True) as services:
+            await services.embedder.embed(["hello"], kind="query")
+            seconds = time.perf_counter() - began
+            name = services.embedder.name
+            rss = _rss_mb()
+    return {"embedder_name": name, "startup_s": seconds, "rss_start_mb": rss}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"embedder": args.embedder} | await _startup(args.embedder)
+    out["consolidation"] = {
+        str(jobs): await bench.consolidation_throughput(
+            viewers=args.viewers, filler=args.filler, embedder=args.embedder, concurrency=jobs
+        )
+        for jobs in (1, 2)
+    }
+    out["replay"] = await bench.replay_throughput(
+        args.data_dir, hours=1, speedup=args.speedup, limit=args.limit, embedder=args.embedder
+    )
+    out["rss_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--embedder", default="offline", choices=("offline", "e5"))
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--viewers", type=int, default=20)
+    parser.add_argument("--filler", type=int, default=200)
+    parser.add_argument("--speedup", type=float, default=10.0)
+    parser.add_argument("--limit", type=int, default=600, help="IRC messages replayed")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = asyncio.run(run(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
