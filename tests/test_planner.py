@@ -330,6 +330,25 @@ def test_question_about_another_viewer_never_uses_the_askers_words_as_theirs() -
     assert alice.signals == ("mentioned_by_viewer",)
 
 
+@pytest.mark.parametrize(
+    ("text", "about_asker"),
+    [
+        ("che lavoro fa @alice?", False),  # "lavoro": the noun (their job), not "I work"
+        ("@alice dove abita?", False),
+        ("@alice sai dove lavoro io?", True),  # "io": the asker speaks of themself
+        ("@alice do you remember my cat?", True),
+    ],
+)
+def test_an_italian_question_about_another_viewer_is_not_about_the_asker(
+    text: str, about_asker: bool
+) -> None:
+    history = [said("alice", "faccio l'infermiera"), said("carol", "sono una grafica")]
+    plan = make_planner().plan(batch(msg("carol", text)), history)
+    keys = {s.key for s in plan.sources}
+    assert "recall:alice" in keys
+    assert ("recall:carol" in keys) is about_asker
+
+
 def test_recall_request_about_another_viewer_is_explicit_for_them_only() -> None:
     history = [said("alice", "I live in Turin")]
     plan = make_planner().plan(batch(msg("bob", "what do you remember about @alice?")), history)

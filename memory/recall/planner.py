@@ -333,7 +333,7 @@ class Planner:
         named, names = self._mentions(text, local, author_id=event.user_id, stream=event.stream)
         if (
             question
-            and not words & lexicon.SELF_WORDS
+            and not words & (lexicon.SELF_PRONOUNS if named else lexicon.SELF_WORDS)
             and (named or (words & self.bot_words and self._bot_story(norm, words)))
         ):
             author.questions_elsewhere += 1

@@ -26,12 +26,13 @@ RECALL_REQUEST = phrases(
     "when did i say|when did i mention|quando ho detto|quando ti ho parlato|"
     "quando ti ho raccontato"
 )
-#: the speaker talks about themself (EN + IT; Italian drops the pronoun, so first-person verbs too)
-SELF_WORDS = frozenset(
-    phrases(
-        "me|my|i|mine|myself|mi|mio|mia|miei|mie|io|m|faccio|sono|ho|abito|vivo|lavoro|studio|"
-        "chiamo|avevo|dicevo"
-    )
+#: the speaker names themself (EN + IT pronouns and possessives)
+SELF_PRONOUNS = frozenset(phrases("me|my|i|mine|myself|mi|mio|mia|miei|mie|io|m"))
+#: the speaker talks about themself (EN + IT; Italian drops the pronoun, so first-person verbs
+#: too). Some of those verbs are also nouns ("che lavoro fa?": "what is their job?"), so a question
+#: that names another viewer counts as about the speaker only by ``SELF_PRONOUNS``
+SELF_WORDS = SELF_PRONOUNS | frozenset(
+    phrases("faccio|sono|ho|abito|vivo|lavoro|studio|chiamo|avevo|dicevo")
 )
 #: a reference to earlier in the stream (EN + IT)
 TIME_REFERENCE = phrases(
