@@ -23,7 +23,7 @@ import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import default_data_dir, harness, suite
+from memory.eval import default_data_dir, harness, regulars, suite
 from memory.recall import context, planner, relevance
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ def case_for(args: argparse.Namespace) -> harness.Case:
     sizes = suite.FULL
     if args.source == "synthetic":
         return suite.synthetic_case(sizes, seed=args.seed)
+    if args.source == regulars.CASE:
+        return regulars.case()
     if args.source == "locomo":
         sizes = dataclasses.replace(sizes, **suite.LOCOMO_HALVES[args.half])
     return suite.build_case(args.source, args.data_dir, sizes)
@@ -66,7 +68,8 @@ def broad(source: models.PlannedSource) -> bool:
 
 
 def figures(case: harness.Case, reports: list[models.TurnReport]) -> dict[str, Any]:
-    metrics = harness.score(case, reports, config="full").metrics
+    result = harness.score(case, reports, config="full")
+    metrics = result.metrics
     probes = {m for p in case.probes for m in [p.message_id]}
     asked = [r for r in reports if probes & set(r.message_ids)]
     items = sum(len(r.recall) for r in asked) / max(len(asked), 1)
@@ -75,12 +78,24 @@ def figures(case: harness.Case, reports: list[models.TurnReport]) -> dict[str, A
         "R@10": metrics["recall@10"],
         "irrelevant": metrics["irrelevant_share"]["value"],
         "items/probe": items,
+        **(_regulars(result) if case.name == regulars.CASE else {}),
+    }
+
+
+def _regulars(result: harness.Result) -> dict[str, float]:
+    """The regulars corpus' own figures, per half (``dev``: tuned on; ``held-out``: reported)."""
+    regulars.annotate(result, regulars.load())
+    groups = result.metrics["regulars"]
+    return {
+        f"{key} {half}": groups[half][metric]["value"]
+        for half in regulars.HALVES
+        for key, metric in (("top3", "answer_top3"), ("distractor", "distractor_above"))
     }
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--source", choices=("synthetic", "locomo"), default="synthetic")
+    p.add_argument("--source", choices=("synthetic", "locomo", regulars.CASE), default="synthetic")
     p.add_argument("--half", choices=tuple(suite.LOCOMO_HALVES), default="dev")
     p.add_argument("--seed", type=int, default=suite.SEED)
     p.add_argument("--embedder", default="e5")
@@ -89,6 +104,8 @@ def main() -> None:
     p.add_argument("--absolute", default="0.70,0.75,0.78,0.80,0.82")
     p.add_argument("--gap", default="0.02,0.03,0.04,0.06,0.08,1.0")
     p.add_argument("--stream-wide", default="10", help="caps of a stream-wide source's items")
+    p.add_argument("--per-viewer", default="0", help="caps of one viewer's items (0: none)")
+    p.add_argument("--order", default="fused", help="fused,similarity: how a viewer's items rank")
     args = p.parse_args()
     case = case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -104,11 +121,16 @@ def main() -> None:
         [float(x) for x in args.absolute.split(",")],
         [float(x) for x in args.gap.split(",")],
         [int(x) for x in args.stream_wide.split(",")],
+        [int(x) for x in args.per_viewer.split(",")],
+        args.order.split(","),
     )
-    for absolute, gap, cap in grid:
-        floor = relevance.Floor(absolute=absolute, gap=gap, stream_wide=cap)
+    for absolute, gap, cap, per_viewer, order in grid:
+        floor = relevance.Floor(
+            absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
+            by_similarity=order == "similarity",
+        )  # fmt: skip
         shown = figures(case, floored(reports, floor))
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap}: " + "  ".join(
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

@@ -63,6 +63,43 @@ def test_state_open_questions_and_unsearched_items() -> None:
     assert dropped == {"profile:alice": 1}
 
 
+def test_a_viewer_who_asked_for_one_thing_gets_at_most_the_cap() -> None:
+    capped = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, per_viewer=2)
+    items = [item("recall", f"fact {n}", 0.80 - n / 100) for n in range(4)]
+    items.append(item("recall", "bob's cat", 0.79, viewer="bob"))
+    items.append(item("state", "alice and bob are a duo", None))
+    kept, dropped = relevance.keep(items, capped)
+    assert [i.text for i in kept] == ["fact 0", "fact 1", "bob's cat", "alice and bob are a duo"]
+    assert dropped == {"recall:alice": 2}
+    # an open question about themself ("what do you remember about me?"): no cap
+    kept, dropped = relevance.keep(items, capped, open_viewers={"alice"})
+    assert len(kept) == len(items) and dropped == {}
+
+
+def test_by_similarity_reorders_each_viewer_in_the_places_of_their_items() -> None:
+    ordered = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, by_similarity=True)
+    items = [
+        item("recall", "my biggest pet peeve is loud chewing", 0.78),  # the words matched
+        item("episodic", "bob: my cat is asleep", 0.90),
+        item("recall", "my dog Biscuit chews my slippers", 0.82),  # the meaning did
+        item("profile", "I'm a nurse", 0.80),
+        item("recall", "bob's cat", 0.75, viewer="bob"),
+        item("state", "alice and bob are a duo", None),
+    ]
+    kept, _ = relevance.keep(items, ordered)
+    assert [i.text for i in kept] == [
+        "my dog Biscuit chews my slippers",
+        "bob: my cat is asleep",
+        "I'm a nurse",
+        "my biggest pet peeve is loud chewing",
+        "bob's cat",
+        "alice and bob are a duo",
+    ]
+    # off: the search's fused order stands
+    kept, _ = relevance.keep(items, relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1))
+    assert [i.text for i in kept] == [i.text for i in items]
+
+
 def test_no_floor_keeps_everything() -> None:
     items = [item("recall", "a", 0.1), item("profile", "b", None)]
     assert relevance.keep(items, None) == (items, {})
