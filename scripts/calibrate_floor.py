@@ -105,7 +105,12 @@ def main() -> None:
     p.add_argument("--gap", default="0.02,0.03,0.04,0.06,0.08,1.0")
     p.add_argument("--stream-wide", default="10", help="caps of a stream-wide source's items")
     p.add_argument("--per-viewer", default="0", help="caps of one viewer's items (0: none)")
-    p.add_argument("--order", default="fused", help="fused,similarity: how a viewer's items rank")
+    p.add_argument(
+        "--dense-weight", default="1", help="in the blend order: the dense order's weight"
+    )
+    p.add_argument(
+        "--order", default="fused", help="fused,similarity,blend: how a viewer's items rank"
+    )
     args = p.parse_args()
     case = case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -123,14 +128,15 @@ def main() -> None:
         [int(x) for x in args.stream_wide.split(",")],
         [int(x) for x in args.per_viewer.split(",")],
         args.order.split(","),
+        [float(x) for x in args.dense_weight.split(",")],
     )
-    for absolute, gap, cap, per_viewer, order in grid:
+    for absolute, gap, cap, per_viewer, order, weight in grid:
         floor = relevance.Floor(
             absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
-            by_similarity=order == "similarity",
+            order=order, dense_weight=weight,
         )  # fmt: skip
         shown = figures(case, floored(reports, floor))
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order}: " + "  ".join(
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

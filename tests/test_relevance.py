@@ -76,8 +76,8 @@ def test_a_viewer_who_asked_for_one_thing_gets_at_most_the_cap() -> None:
     assert len(kept) == len(items) and dropped == {}
 
 
-def test_by_similarity_reorders_each_viewer_in_the_places_of_their_items() -> None:
-    ordered = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, by_similarity=True)
+def test_order_by_similarity_reorders_each_viewer_in_the_places_of_their_items() -> None:
+    ordered = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, order="similarity")
     items = [
         item("recall", "my biggest pet peeve is loud chewing", 0.78),  # the words matched
         item("episodic", "bob: my cat is asleep", 0.90),
@@ -98,6 +98,25 @@ def test_by_similarity_reorders_each_viewer_in_the_places_of_their_items() -> No
     # off: the search's fused order stands
     kept, _ = relevance.keep(items, relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1))
     assert [i.text for i in kept] == [i.text for i in items]
+
+
+def test_order_blend_fuses_the_search_order_and_the_similarity_order() -> None:
+    items = [  # the search's order: a, b, c; by similarity: c, b, a
+        item("recall", "a", 0.80),
+        item("recall", "b", 0.81),
+        item("recall", "c", 0.82),
+    ]
+
+    def blended(weight: float) -> list[str]:
+        floor = relevance.Floor(
+            absolute=0.70, gap=1.0, stream_wide=1, order="blend", dense_weight=weight
+        )
+        return [i.text for i in relevance.keep(items, floor)[0]]
+
+    # equal weights: a and c tie at 1/2 + 1/4, the search's order breaks the tie
+    assert blended(1.0) == ["a", "c", "b"]
+    assert blended(3.0) == ["c", "b", "a"]  # the similarity dominates
+    assert blended(0.0) == ["a", "b", "c"]
 
 
 def test_no_floor_keeps_everything() -> None:

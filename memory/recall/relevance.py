@@ -16,14 +16,19 @@ about themself (``PlannedSource.broad``: "what do you remember about me?") gets 
 theirs; one who asked for one thing ("do you remember my pet's name?") gets what answers it.
 
 Within the floor, two rules make the prompt smaller and its order better for a viewer who asked
-for one thing:
+for one thing (e5's values, chosen on the development halves with ``scripts/calibrate_floor.py``;
+figures in docs/evaluation.md, "Precision"):
 
-* ``per_viewer`` caps that viewer's items: their first five hold the answer as often as all of
-  them (regulars corpus R@5 the same), at about half the items;
-* ``by_similarity`` orders each viewer's items by their similarity instead of by the hybrid
-  search's fused score, whose lexical side ranks a statement sharing the question's words but not
-  its meaning ("my biggest pet peeve…" for "any pets?") above the answer: on the regulars corpus
-  such a distractor ranks above the answer about half as often.
+* ``per_viewer`` caps that viewer's items at five: on LoCoMo's and the regulars corpus'
+  development halves the first five hold the answer as often as all of them (R@5 unchanged), at
+  three quarters and half of the items;
+* ``order`` ``blend`` orders each viewer's items by the reciprocal-rank fusion of the search's
+  fused order and their dense similarity (counted ``dense_weight`` times). The search's lexical
+  side ranks a statement sharing the question's words but not its meaning ("my biggest pet
+  peeve…" for "any pets?") above the answer; the similarity does not. By similarity alone, such a
+  distractor ranked above the answer half as often on the regulars corpus, but LoCoMo, whose
+  answers often share the question's names and rare words, lost recall; the blend keeps LoCoMo's
+  R@5 and gets most of the regulars' gain.
 
 The floors are per embedder, since each spreads similarities differently (e5's related texts sit
 at 0.8-0.9, unrelated ones at 0.7-0.8). They are chosen with ``scripts/calibrate_floor.py`` on
@@ -56,16 +61,22 @@ class Floor:
     #: at most this many items of one viewer who asked for one thing (None: no cap); a viewer
     #: who asked an open question about themself (``open_viewers``) is never capped
     per_viewer: int | None = None
-    #: order each viewer's items by their similarity (and, on a tie, the search's fused order)
-    #: instead of by the fused score alone; the items keep the places the viewer's items had in
-    #: the block, so the order across viewers and sources is unchanged
-    by_similarity: bool = False
+    #: how each viewer's items are ordered: ``fused`` (the search's fused score), ``similarity``
+    #: (their dense similarity), ``blend`` (reciprocal-rank fusion of those two orders); the
+    #: items keep the places the viewer's items had, so the order across viewers is unchanged
+    order: str = "fused"
+    #: in ``blend``, how many times the similarity order counts (the fused order: once)
+    dense_weight: float = 1.0
 
 
 #: by embedder name, without its ``:dim`` suffix
 FLOORS: dict[str, Floor] = {
-    "e5-small-q4-v1": Floor(absolute=0.70, gap=0.04, stream_wide=1),
+    "e5-small-q4-v1": Floor(
+        absolute=0.70, gap=0.04, stream_wide=1, per_viewer=5, order="blend", dense_weight=3.0
+    ),
 }
+#: the reciprocal-rank constant of ``Floor.order`` ``blend`` (Qdrant's fusion uses 2 as well)
+BLEND_K = 2
 #: sources whose items are about one viewer (grouped by viewer)
 VIEWER_SOURCES = frozenset({"profile", "recall", "state"})
 
@@ -99,8 +110,10 @@ def keep(
     ranked = list(items)
     if floor is None:
         return ranked, {}
-    if floor.by_similarity:
-        ranked = by_similarity(ranked)
+    if floor.order != "fused":
+        ranked = reorder(
+            ranked, dense_weight=floor.dense_weight if floor.order == "blend" else None
+        )
     best: dict[str, float] = {}
     for item in ranked:
         if item.similarity is not None:
@@ -122,17 +135,30 @@ def keep(
     return kept, dropped
 
 
-def by_similarity(ranked: list[models.RecallItem]) -> list[models.RecallItem]:
-    """Each viewer's items (``VIEWER_SOURCES``) reordered by similarity, best first, in the
-    places that viewer's items held; items without a similarity (channel state) stay put."""
+def reorder(
+    ranked: list[models.RecallItem], *, dense_weight: float | None = None
+) -> list[models.RecallItem]:
+    """Each viewer's items (``VIEWER_SOURCES``) reordered by similarity, best first (given a
+    ``dense_weight``: by the reciprocal-rank fusion of that order, counted ``dense_weight``
+    times, and theirs), in the places that viewer's items
+    held; items without a similarity (channel state) stay put."""
     places: dict[str, list[int]] = {}
     for index, item in enumerate(ranked):
         if item.source in VIEWER_SOURCES and item.similarity is not None:
             places.setdefault(group(item), []).append(index)
     out = list(ranked)
     for indices in places.values():
-        # a stable sort: on equal similarity, the fused order decides
+        # stable sorts: on a tie, the fused order decides
         items = sorted((ranked[i] for i in indices), key=lambda i: -(i.similarity or 0.0))
+        if dense_weight is not None:
+            fused = {id(ranked[i]): rank for rank, i in enumerate(indices)}
+            dense = {id(item): rank for rank, item in enumerate(items)}
+            items = sorted(
+                (ranked[i] for i in indices),
+                key=lambda i: (
+                    -(1 / (BLEND_K + fused[id(i)]) + dense_weight / (BLEND_K + dense[id(i)]))
+                ),
+            )
         for index, item in zip(indices, items, strict=True):
             out[index] = item
     return out
