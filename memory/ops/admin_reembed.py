@@ -103,22 +103,23 @@ async def _run(
             bar.update(count)
 
     try:
-        for task in tasks:
-            budget = None if args.limit is None else args.limit - embedded
-            count, finished = await job.run(task, on_batch=advance, budget=budget)
-            embedded += count
-            if not finished:
-                break
-            rebuilt.append(task.collection)
+        try:
+            for task in tasks:
+                budget = None if args.limit is None else args.limit - embedded
+                count, finished = await job.run(task, on_batch=advance, budget=budget)
+                embedded += count
+                if not finished:
+                    break
+                rebuilt.append(task.collection)
+        finally:  # also on Ctrl-C: the bar ends its line before what is said next
+            bar.close()
     except errors.MemoryServiceError as exc:
-        bar.close()
         io.err(f"error: {exc}")
         io.err(
             f"stopped after {counted(embedded, 'memory')}; nothing is lost: run the same command again to "
             "continue where it stopped"
         )
         return admin_io.REFUSED
-    bar.close()
     pending = await job.finish()
     complete = len(rebuilt) == len(tasks)
     target = "all" if args.all else (args.space or f"viewer {args.viewer or args.user_id}")

@@ -230,7 +230,9 @@ async def keep_recorded(
 
 #: the command that moves a store's memories to the configured embedder
 REEMBED_COMMAND = "python -m memory.admin reembed --all"
-#: stored texts a second the e5 embedder re-embeds on 2 cores (``scripts/bench_reembed.py``)
+#: stored texts a second the e5 embedder re-embeds on 2 cores: 27-32 measured over 10,000
+#: chat-length memories (``scripts/bench_reembed.py --to e5``; docs/evaluation.md, "Re-embedding
+#: to e5")
 E5_PASSAGES_PER_SECOND = 30.0
 
 
