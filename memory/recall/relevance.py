@@ -41,12 +41,16 @@ to 0.72 at best), and Ollama's models, which were not measured.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
     from memory import models
+
+
+#: the orders ``Floor.order`` knows
+ORDERS = ("fused", "similarity", "blend")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +68,13 @@ class Floor:
     #: how each viewer's items are ordered: ``fused`` (the search's fused score), ``similarity``
     #: (their dense similarity), ``blend`` (reciprocal-rank fusion of those two orders); the
     #: items keep the places the viewer's items had, so the order across viewers is unchanged
-    order: str = "fused"
+    order: Literal["fused", "similarity", "blend"] = "fused"
     #: in ``blend``, how many times the similarity order counts (the fused order: once)
     dense_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ValueError(f"unknown order {self.order!r}: one of {', '.join(ORDERS)}")
 
 
 #: by embedder name, without its ``:dim`` suffix
@@ -140,27 +148,24 @@ def reorder(
 ) -> list[models.RecallItem]:
     """Each viewer's items (``VIEWER_SOURCES``) reordered by similarity, best first (given a
     ``dense_weight``: by the reciprocal-rank fusion of that order, counted ``dense_weight``
-    times, and theirs), in the places that viewer's items
-    held; items without a similarity (channel state) stay put."""
+    times, and theirs), in the places that viewer's items held; items without a similarity
+    (channel state) stay put. Sorts are stable: on a tie, the fused order decides."""
     places: dict[str, list[int]] = {}
     for index, item in enumerate(ranked):
         if item.source in VIEWER_SOURCES and item.similarity is not None:
             places.setdefault(group(item), []).append(index)
     out = list(ranked)
     for indices in places.values():
-        # stable sorts: on a tie, the fused order decides
-        items = sorted((ranked[i] for i in indices), key=lambda i: -(i.similarity or 0.0))
+        members = [ranked[i] for i in indices]  # fused rank = position here
+        order = sorted(range(len(members)), key=lambda k: -(members[k].similarity or 0.0))
         if dense_weight is not None:
-            fused = {id(ranked[i]): rank for rank, i in enumerate(indices)}
-            dense = {id(item): rank for rank, item in enumerate(items)}
-            items = sorted(
-                (ranked[i] for i in indices),
-                key=lambda i: (
-                    -(1 / (BLEND_K + fused[id(i)]) + dense_weight / (BLEND_K + dense[id(i)]))
-                ),
+            dense = {k: rank for rank, k in enumerate(order)}
+            order = sorted(
+                range(len(members)),
+                key=lambda k: -(1 / (BLEND_K + k) + dense_weight / (BLEND_K + dense[k])),
             )
-        for index, item in zip(indices, items, strict=True):
-            out[index] = item
+        for index, k in zip(indices, order, strict=True):
+            out[index] = members[k]
     return out
 
 
