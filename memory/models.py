@@ -276,6 +276,10 @@ class PlannedSource:
     #: an open question about the viewer, naming nothing in particular ("what do you remember
     #: about me?"): every item of theirs is worth showing (``memory.recall.relevance``)
     broad: bool = False
+    #: the profile slots the question asks for (``memory.recall.asked``: "where does @bob live?"
+    #: → ``location``): a viewer's item that states one answers it, and the viewer's other items
+    #: and a stream-wide source asked only that are left out (``memory.recall.relevance``)
+    asks: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:

@@ -64,6 +64,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     out["replay"] = await bench.replay_throughput(
         args.data_dir, hours=1, speedup=args.speedup, limit=args.limit, embedder=args.embedder
     )
+    if args.workers:
+        out["replay_workers"] = await bench.replay_throughput(
+            args.data_dir,
+            hours=1,
+            speedup=args.speedup,
+            limit=args.limit,
+            embedder=args.embedder,
+            workers=args.workers,
+        )
     out["rss_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -76,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--filler", type=int, default=200)
     parser.add_argument("--speedup", type=float, default=10.0)
     parser.add_argument("--limit", type=int, default=600, help="IRC messages replayed")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="also replay with a background worker running this many jobs at a time (0: not)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))

@@ -48,13 +48,16 @@ async def replay(case: harness.Case, embedder: str) -> list[models.TurnReport]:
 
 
 def floored(
-    reports: list[models.TurnReport], floor: relevance.Floor | None
+    reports: list[models.TurnReport], floor: relevance.Floor | None, *, slots: bool = True
 ) -> list[models.TurnReport]:
     out = []
     for report in reports:
         explicit = {s.viewer for s in report.plan.sources if broad(s) and s.viewer}
         uncapped = {s.kind for s in report.plan.sources if s.bot_words}
-        kept, _ = relevance.keep(report.recall, floor, open_viewers=explicit, uncapped=uncapped)
+        asks = relevance.asks_of(report.plan.sources) if slots else None
+        kept, _ = relevance.keep(
+            report.recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks
+        )
         out.append(dataclasses.replace(report, recall=kept))
     return out
 

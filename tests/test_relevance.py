@@ -164,3 +164,59 @@ def test_an_open_question_keeps_the_whole_profile() -> None:
     assembled = context.assemble(outcomes, [], token_budget=800, floor=FLOOR)
     assert [i.text for i in assembled.items] == ["I live in Rome", "I play bass"]
     assert assembled.dropped == {}
+
+
+def test_a_profile_that_answers_the_asked_slot_is_all_of_that_viewer() -> None:
+    items = [
+        item("recall", "greetings from Toronto, where I live", 0.78),
+        item("profile", "I'm a chef by day, gamer by night", 0.80),
+        item("profile", "my hamster Pepper sleeps on my lap", 0.79),
+        item("state", "lena and bob are a duo", None, viewer="lena"),
+        item("recall", "bob: I live in Rome", 0.80, viewer="bob"),  # another viewer: untouched
+        item("episodic", "bob1: how long has he been live?", 0.89),
+        item("lore", "Mnemo lives in an archive", 0.84),
+    ]
+    asks = {"viewer:alice": frozenset({"location"}), "source:episodic": frozenset({"location"})}
+    kept, dropped = relevance.keep(items, None, asks=asks)
+    assert [i.text for i in kept] == [
+        "lena and bob are a duo",  # channel state, then the answer
+        "greetings from Toronto, where I live",
+        "bob: I live in Rome",
+        "Mnemo lives in an archive",  # its question asked for something else too
+    ]
+    assert dropped == {"profile:alice": 2, "episodic": 1}
+    # with the floor, the answer is not also held to the gap to the viewer's best, nor dropped
+    # for having no similarity (a profile fact that no search hit repeated)
+    unmatched = [item("profile", "I live in Lyon", None), *items[1:]]
+    kept, _ = relevance.keep(unmatched, FLOOR, asks=asks)
+    assert [i.text for i in kept][:2] == ["lena and bob are a duo", "I live in Lyon"]
+    assert "I'm a chef by day, gamer by night" not in [i.text for i in kept]
+
+
+def test_an_asked_slot_the_profile_does_not_hold_changes_nothing() -> None:
+    items = [
+        item("recall", "my dog Biscuit chews my slippers", 0.81),
+        item("recall", "my biggest pet peeve is loud chewing", 0.80),
+    ]
+    asks = {"viewer:alice": frozenset({"job"})}
+    assert relevance.keep(items, None, asks=asks) == (items, {})
+
+
+def test_a_superseded_statement_is_no_answer_and_a_past_question_asks_nothing() -> None:
+    items = [
+        item("recall", "I live in Rome", 0.80, superseded=True),
+        item("recall", "I'm a nurse", 0.79),
+    ]
+    assert relevance.keep(items, None, asks={"viewer:alice": frozenset({"location"})}) == (
+        items,
+        {},
+    )
+    sources = [
+        models.PlannedSource(kind="recall", viewer="alice", asks=frozenset({"location"})),
+        models.PlannedSource(kind="recall", viewer="bob", asks=frozenset({"job"}), past=True),
+        models.PlannedSource(kind="lore", asks=frozenset({"job"})),
+    ]
+    assert relevance.asks_of(sources) == {
+        "viewer:alice": frozenset({"location"}),
+        "source:lore": frozenset({"job"}),
+    }

@@ -57,6 +57,21 @@ PETS = {
     "pesce": "fish",
     "turtle": "turtle",
     "tartaruga": "turtle",
+    "tortoise": "turtle",
+    "guinea pig": "guinea pig",
+    "cavia": "guinea pig",
+    "coniglietta": "rabbit",
+    "coniglietto": "rabbit",
+    "bunny": "rabbit",
+    "ferret": "ferret",
+    "furetto": "ferret",
+    "snake": "reptile",
+    "serpente": "reptile",
+    "lizard": "reptile",
+    "gecko": "reptile",
+    "geco": "reptile",
+    "iguana": "reptile",
+    "bearded dragon": "reptile",
 }
 _PET = "|".join(sorted(PETS, key=len, reverse=True))
 
@@ -286,11 +301,14 @@ _PET_PATTERNS = (
         rf"\bmy\s+(?:\w+\s+)?({_PET})(?:'s name is| is called| is named| named| called)\s+(.+)",
         re.I,
     ),
-    re.compile(rf"\bi have an?\s+(?:\w+\s+)?({_PET})\s+(?:called|named)\s+(.+)", re.I),
+    re.compile(
+        rf"\b(?:i have|i'?ve got|i got) an?\s+(?:\w+\s+)?({_PET})\s+(?:called|named)\s+(.+)",
+        re.I,
+    ),
     re.compile(
         rf"\bil mio\s+({_PET})\s+si chiama\s+(.+)|\bla mia\s+({_PET})\s+si chiama\s+(.+)", re.I
     ),
-    re.compile(rf"\bho un[ao']?\s+({_PET})\s+(?:che si chiama|di nome)\s+(.+)", re.I),
+    re.compile(rf"\bho un[ao']?\s+({_PET})(?:\s+\w+)?\s+(?:che si chiama|di nome)\s+(.+)", re.I),
 )
 
 

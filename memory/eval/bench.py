@@ -191,8 +191,12 @@ async def replay_throughput(
     speedup: float = 10.0,
     limit: int | None = None,
     embedder: str = harness.DEFAULT_EMBEDDER,
+    workers: int = 0,
 ) -> list[dict[str, Any]]:
-    """Replay the busiest IRC hours paced at ``speedup`` × real time; per-stage timings and lag."""
+    """Replay the busiest IRC hours paced at ``speedup`` × real time; per-stage timings and lag.
+    ``workers`` 0: each turn is consolidated before the next message (one job at a time, in the
+    replay's own loop); N: a background worker runs N jobs at a time while the chat goes on, as a
+    deployed bot's worker does, and the queue's backlog is sampled (``_backlog``)."""
     nicks = irc.Nicks()
     streams = irc.load(data_dir, split="dev", nicks=nicks) + irc.load(
         data_dir, split="test", nicks=nicks
@@ -202,14 +206,33 @@ async def replay_throughput(
     for hour in irc.busiest_hours(streams, hours):
         events = irc.window(by_stream[hour.stream], hour.start)[:limit]
         out.append(
-            await _paced(events, speedup, embedder)
+            await _paced(events, speedup, embedder, workers)
             | {"stream": hour.stream, "start": hour.start.isoformat()}
         )
     return out
 
 
+#: in a replay with background workers, the queue's backlog is read every this many messages
+BACKLOG_EVERY = 20
+
+
+async def _backlog(services: Any, elapsed: float) -> dict[str, float]:
+    """The consolidation jobs waiting or running, and the age of the oldest waiting one."""
+    from memory.consolidate import queue_status
+
+    status = await queue_status.status(services.db)
+    return {
+        "t_s": elapsed,
+        "jobs": status.counts.get("todo", 0) + status.counts.get("doing", 0),
+        "oldest_s": status.oldest_todo_seconds or 0.0,
+    }
+
+
 async def _paced(
-    events: Sequence[models.ChatEvent], speedup: float, embedder: str = harness.DEFAULT_EMBEDDER
+    events: Sequence[models.ChatEvent],
+    speedup: float,
+    embedder: str = harness.DEFAULT_EMBEDDER,
+    workers: int = 0,
 ) -> dict[str, Any]:
     from memory import runtime as services_module
     from memory import session
@@ -239,24 +262,46 @@ async def _paced(
             stages["memory"].append(report.timings_ms["memory_total"])
 
     lags: list[float] = []
+    backlog: list[dict[str, float]] = []
+    drain_s: float | None = None
+    overrides = {"worker": {"concurrency": workers}} if workers else None
     with harness.temporary_data_dir("livememory-bench-") as tmp:
-        settings = harness.eval_settings(tmp, embedder=embedder)
+        settings = harness.eval_settings(tmp, overrides=overrides, embedder=embedder)
         async with services_module.lifespan(settings, no_llm=True) as services:
             runner = Timed(services, deliver, commands=services.commands)
+            stop = asyncio.Event()
+            worker = asyncio.create_task(services.worker.run(stop)) if workers else None
             first, wall = events[0].ts, time.perf_counter()
-            for event in events:
+            for index, event in enumerate(events):
                 due = wall + (event.ts - first) / timedelta(seconds=1) / speedup
                 if (ahead := due - time.perf_counter()) > 0:
-                    await asyncio.sleep(ahead)
+                    await asyncio.sleep(ahead)  # pacing the chat, not waiting for work
                 began = time.perf_counter()
                 await runner.feed(event)
-                await runner.consolidate_now()
+                if worker is None:
+                    await runner.consolidate_now()
+                elif index % BACKLOG_EVERY == 0:
+                    backlog.append(await _backlog(services, time.perf_counter() - wall))
                 stages["event_total"].append((time.perf_counter() - began) * 1000)
                 lags.append(max(0.0, time.perf_counter() - due))
             await runner.finish()
             total = time.perf_counter() - wall
+            if worker is not None:
+                stop.set()
+                await worker
+                await runner.consolidate_now()  # what the worker left when told to stop
+                drain_s = time.perf_counter() - wall - total
     span = (events[-1].ts - first) / timedelta(seconds=1)
-    return {
+    queue: dict[str, Any] = {}
+    if workers:
+        queue = {
+            "workers": workers,
+            "backlog": backlog,
+            "max_backlog_jobs": max((b["jobs"] for b in backlog), default=0),
+            "max_oldest_job_s": max((b["oldest_s"] for b in backlog), default=0.0),
+            "drain_s": drain_s,
+        }
+    return queue | {
         "messages": len(events),
         "span_s": span,
         "speedup": speedup,

@@ -26,13 +26,12 @@ order and the sections still apply.
 from __future__ import annotations
 
 import dataclasses
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import models
 from memory.recall import relevance, timelabel
+from memory.recall.words import normalize as normalize  # re-exported: context.normalize
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -74,21 +73,6 @@ MAX_ITEM_CHARS = 300
 #: what precedes the bot's own words in an episode line: the block is the bot's prompt, so its
 #: reply is "you"; never a viewer's login
 REPLY_LABEL = " → you replied: "
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def normalize(text: str) -> str:
-    """Casefolded, accent-free words separated by single spaces (punctuation and emoji dropped).
-
-    >>> normalize("  I'm   a Graphic-Designer!! ")
-    'i m a graphic designer'
-    """
-    if text.isascii():  # the same result: NFKD and the accent pass change no ASCII character
-        return " ".join(_WORD.findall(text.lower()))
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return " ".join(_WORD.findall(folded))
 
 
 class _Norms(dict[str, str]):
@@ -335,10 +319,12 @@ def assemble(
     dedupe: bool = True,
     clock: timelabel.ChatClock | None = None,
     floor: relevance.Floor | None = None,
+    slot_answers: bool = True,
 ) -> Assembled:
     """Build the memory block from the sources' outcomes (see the module docstring); ``clock``:
     the turn's chat time and stream, which every memory line's time label is relative to;
-    ``floor``: the relevance floor items must pass (``memory.recall.relevance``)."""
+    ``floor``: the relevance floor items must pass; ``slot_answers``: a statement of the slot a
+    question asks for stands for the rest of its viewer's items (both ``memory.recall.relevance``)."""
     notices = _notices(outcomes)
     open_viewers = {o.source.viewer for o in outcomes if o.source.broad and o.source.viewer}
     candidates, dropped = relevance.keep(
@@ -346,6 +332,7 @@ def assemble(
         floor,
         open_viewers=open_viewers,
         uncapped={o.source.kind for o in outcomes if o.source.bot_words},
+        asks=relevance.asks_of(o.source for o in outcomes) if slot_answers else None,
     )
     used = _cost(RULE_LINE) + sum(
         _cost(_title(kind)) + sum(_cost(line) for line in lines) for kind, lines in notices.items()

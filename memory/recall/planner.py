@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory import identity, models
-from memory.recall import context, directory, earlier, timewords
+from memory.recall import asked, context, directory, earlier, timewords
 from memory.recall import planner_words as lexicon
 
 if TYPE_CHECKING:
@@ -99,6 +99,12 @@ def _covered(terms: Sequence[str], history_stems: set[str]) -> bool:
 
 def _query(texts: Iterable[str]) -> str:
     return " ".join(" ".join(t.split()) for t in texts if t.strip())[:MAX_QUERY_CHARS].strip()
+
+
+def _only(asks: Sequence[frozenset[str]]) -> frozenset[str]:
+    """The slots a stream-wide source asks for: those every one of its messages asks (none when
+    one of them asks for something else)."""
+    return frozenset.intersection(*asks) if asks and all(asks) else frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +340,7 @@ class Planner:
         if (
             question
             and not words & (lexicon.SELF_PRONOUNS if named else lexicon.SELF_WORDS)
-            and (named or (words & self.bot_words and self._bot_story(norm, words)))
+            and (named or (words & self.bot_words and self._about_stream(norm, words)))
         ):
             author.questions_elsewhere += 1
         for login, user_id in named:
@@ -346,14 +352,15 @@ class Planner:
 
     def _viewer_sources(self, candidate: _Candidate) -> list[models.PlannedSource]:
         def source(kind: str, query: str, explicit: bool) -> models.PlannedSource:
+            norm = context.normalize(query)
             return models.PlannedSource(
                 kind=kind,
                 viewer=candidate.login,
                 user_id=candidate.user_id,
                 query=query,
                 explicit=explicit,
-                broad=explicit
-                and not content_terms(context.normalize(query), exclude=self.bot_words),
+                broad=explicit and not content_terms(norm, exclude=self.bot_words),
+                asks=asked.slots(norm),
             )
 
         if candidate.texts and candidate.questions_elsewhere >= len(candidate.texts):
@@ -398,20 +405,30 @@ class Planner:
         episodic: list[str] = []
         lore: list[str] = []
         state: list[str] = []
+        # the slots each message of a stream-wide source asks for (memory.recall.asked)
+        asks: dict[str, list[frozenset[str]]] = {"episodic": [], "lore": []}
         for event in chat:
             norm = context.normalize(event.text)
             terms = self._episodic_terms(event.text, norm) if self.use_episodic else None
             if terms is not None and not _covered(terms, history_stems):
                 episodic.append(" ".join(terms) if terms else event.text)
+                asks["episodic"].append(asked.slots(norm))
             if self._lore_reference(norm, addressed=addressed):
                 lore.append(event.text)
+                asks["lore"].append(asked.slots(norm))
             if state_domains(event.text):
                 state.append(event.text)
         sources: list[models.PlannedSource] = []
         if episodic:
-            sources.append(models.PlannedSource(kind="episodic", query=_query(episodic)))
+            sources.append(
+                models.PlannedSource(
+                    kind="episodic", query=_query(episodic), asks=_only(asks["episodic"])
+                )
+            )
         if lore:
-            sources.append(models.PlannedSource(kind="lore", query=_query(lore)))
+            sources.append(
+                models.PlannedSource(kind="lore", query=_query(lore), asks=_only(asks["lore"]))
+            )
         if state:
             sources.append(models.PlannedSource(kind="state", query=_query(state)))
         return sources
@@ -447,6 +464,18 @@ class Planner:
         # "what do you run on?": the bot itself is what is asked about (lore is cheap to search)
         return self._bot_story(norm, words) or bool(
             words & lexicon.YOU_WORDS and not words & lexicon.SELF_WORDS
+        )
+
+    def _about_stream(self, norm: str, words: set[str]) -> bool:
+        """A question to the bot about the bot ("are you scared of anything?", "da dove vieni?")
+        or about earlier in the stream ("what did chat say at the start about the lava pit?"):
+        its answer is in the lore and the episodes, not in the asker's own memories (synthetic
+        stream: the asker's profile was most of such a question's prompt)."""
+        return (
+            self._bot_story(norm, words)
+            or _has(norm, lexicon.SELF_STORY)
+            or _has(norm, lexicon.TIME_REFERENCE)
+            or _has(norm, lexicon.WEAK_TIME_REFERENCE)
         )
 
     @staticmethod

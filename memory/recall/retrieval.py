@@ -122,6 +122,9 @@ class Retriever:
         self.registry = registry
         #: which items are worth their tokens (None: every item the budget holds)
         self.floor = floor
+        #: a viewer whose profile states the slot a question asks for gives that statement only
+        #: (``relevance.answered``); off with the floor setting
+        self.slot_answers = settings.memory.relevance_floor
         self.cache = cache
         self.metrics = metrics
         self.budget_s = settings.memory.budget_ms / 1000
@@ -182,6 +185,7 @@ class Retriever:
             dedupe=self.dedupe,
             clock=timelabel.ChatClock.of_batch(batch) if batch.events else None,
             floor=self.floor,
+            slot_answers=self.slot_answers,
         )
         result.items, result.block = assembled.items, assembled.block
         result.dropped = assembled.dropped

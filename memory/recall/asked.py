@@ -1,0 +1,117 @@
+"""Which profile slots a question asks for (English and Italian): "where does @bob live?" asks
+``location``, "che lavoro fa?" ``job``, "does she have any animals?" ``pet``.
+
+``slots(query) -> frozenset[str]`` reads a planned source's query (normalized with
+``words.normalize``; names and the bot's name may already be gone). Its names are the keys of
+``memory.consolidate.profile_slots`` (``pet`` stands for every ``pet:<kind>``), so a question's
+slots can be compared with what a remembered statement sets (``profile_slots.slots_of``): when the
+profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``).
+
+A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
+viewer's slot (that is lore). The patterns are strict on purpose: a question that only mentions a slot's word ("how does he get
+to his job?", "my pet peeve", "come si chiama il mio animale?" is ``pet``, not ``name``) must not
+be taken for one that asks for it, since an asked slot replaces the rest of that viewer's items.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.consolidate import profile_slots
+from memory.recall.words import normalize
+
+#: slot → what a question asking for it looks like (on normalized text: lower case, no accents,
+#: no punctuation, apostrophes as spaces: "what's" → "what s")
+_ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (slot, re.compile(pattern))
+    for slot, pattern in (
+        (
+            "location",
+            r"\bwhere (?:\w+ ){0,3}(?<!\byou )(?:live|lives|living|based)\b"
+            r"|\b(?:which|what) (?:city|town|country) (?:\w+ ){0,3}(?:live|lives|living)\b"
+            r"|\bdove (?:abit[ao]|viv[eo])\b|\bin (?:che|quale) citta (?:abit[ao]|viv[eo])\b",
+        ),
+        (
+            "hometown",
+            r"\bwhere (?:is|s|am|was) (?:\w+ ){0,3}from\b"
+            r"|\bwhere (?:\w+ ){0,3}(?<!\byou )(?:born|grow up|grew up)\b"
+            r"|\b(?:di|da) dove (?:e|sono|viene|vengo)\b|\bdove (?:e|sono) (?:nat|cresciut)",
+        ),
+        (
+            "job",
+            r"\bwhat (?:\w+ ){0,3}do (?:for (?:a )?(?:living|work|money)|at work)\b"
+            r"|\bwhat (?:is|s|was) (?:\w+ ){0,3}(?:job|occupation|profession)\b"
+            r"|\bwhat (?:kind of )?(?:job|work) (?:does|do|did)\b"
+            r"|\bwhere (?:does|do|did) (?:\w+ ){0,2}work\b"
+            r"|\bche lavoro (?:fa|faccio|facevo|faceva)\b|\bdi cosa si occupa\b"
+            r"|\bcosa fa (?:di lavoro|nella vita)\b|\bche mestiere\b",
+        ),
+        (
+            "pet",
+            r"\b(?:have|has|had|got|own|owns) (?:any |an? |some )?(?:pets?|animals?)\b"
+            r"(?! (?:peeve|peeves|project))"
+            r"|\bwhat (?:kind of |kinds of )?pets? (?:does|do|did)\b"
+            r"|\b(?:my|your) (?:pet|animal) s name\b"
+            r"|\b(?:ha|hai|ho|hanno) (?:un |una |degli |qualche )?animal[ei]\b"
+            r"|\bcome si chiama il (?:mio|tuo|suo) animale\b",
+        ),
+        (
+            "study",
+            r"\bwhat (?:does|do|did|is|s|was) (?:\w+ ){0,2}(?:study|studying|major|majoring)\b"
+            r"|\bcosa (?:studia|studi|studio|studiava)\b|\bche (?:facolta|universita)\b",
+        ),
+        (
+            "age",
+            r"\bhow old (?:is|am) (?:he|she|i)$|\bhow old (?:is|am)$"
+            r"|\bquanti anni (?:ha|ho)$",
+        ),
+        (
+            "name",
+            r"\b(?:what s|what is|remember|know) my name\b|\bcome mi chiamo\b",
+        ),
+    )
+)
+
+
+#: pets, EN and IT, singular and plural
+_PETS = (
+    r"(?:cats?|kittens?|dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
+    r"|budgies?|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"
+    r"|gatt[oaie]|gattin[oaie]|can[ei]|cagnolin[oaie]|cucciol[oi]|conigli[oe]?|coniglietta"
+    r"|cricet[oi]|pappagall[oi]|pesci|pesciolin[oi]|tartarug[ahe]|furett[oi]|serpent[ei])\b"
+)
+
+
+def slots(query: str) -> frozenset[str]:
+    """The profile slots ``query`` (normalized) asks for; ``pet`` for any pet."""
+    return frozenset(slot for slot, pattern in _ASKS if pattern.search(query))
+
+
+#: slot → a viewer's statement about it that sets no profile value (``profile_slots`` wants a
+#: value it can keep: "my dog Biscuit chewed my slippers" names no pet it stores, "greetings from
+#: Toronto, where I live" puts the city in another clause), on normalized text
+_STATES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (slot, re.compile(pattern))
+    for slot, pattern in (
+        (
+            "pet",
+            r"\b(?:my|our|il mio|la mia|i miei|le mie)(?: \w+)? "
+            + _PETS
+            + r"|\b(?:i have|i ve got|i got|we have|ho|abbiamo)(?: \w+){0,2} "
+            + _PETS,
+        ),
+        (
+            "location",
+            r"\bwhere i live\b|\bmy (?:place|flat|apartment|house) is in\b|\bi m based in\b",
+        ),
+        ("hometown", r"\bi grew up in\b|\bsono cresciut[oa] (?:a|in)\b|\bborn and raised in\b"),
+    )
+)
+
+
+def states(text: str) -> frozenset[str]:
+    """The slots a viewer's statement gives a value (``pet`` for any pet):
+    ``profile_slots.slots_of`` and the plainer statements of ``_STATES``."""
+    found = {slot.split(":", 1)[0] for slot, value in profile_slots.slots_of(text).items() if value}
+    norm = normalize(text)
+    return frozenset(found | {slot for slot, pattern in _STATES if pattern.search(norm)})

@@ -1,0 +1,78 @@
+"""Which profile slots a question asks for (``memory.recall.asked``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.recall import asked, context
+
+
+@pytest.mark.parametrize(
+    ("question", "slots"),
+    [
+        ("@Mnemo where does @bob live?", {"location"}),
+        ("do you remember where I live?", {"location"}),
+        ("@Mnemo dove abita @giulia?", {"location"}),
+        ("@Mnemo where is @nina from originally?", {"hometown"}),
+        ("@Mnemo dove è cresciuta @giulia?", {"hometown"}),
+        ("@Mnemo da dove viene @hanna?", {"hometown"}),
+        ("@Mnemo what does @sofi do for a living?", {"job"}),
+        ("@Mnemo what's @ines_qz's job?", {"job"}),
+        ("@Mnemo @rikk0 che lavoro fa?", {"job"}),
+        ("@Mnemo ti ricordi che lavoro faccio?", {"job"}),
+        ("@Mnemo does @nina have any pets?", {"pet"}),
+        ("@Mnemo does @giulia have animals at home?", {"pet"}),
+        ("@Mnemo @rikk0 ha animali domestici?", {"pet"}),
+        ("Mnemo do you remember my pet's name?", {"pet"}),
+        ("Mnemo ti ricordi come si chiama il mio animale?", {"pet"}),
+        ("@Mnemo what is @hanna studying at uni?", {"study"}),
+        ("@Mnemo what's my name?", {"name"}),
+    ],
+)
+def test_a_question_for_a_slot(question: str, slots: set[str]) -> None:
+    assert asked.slots(context.normalize(question)) == slots
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "@Mnemo how does @tom get to his job?",  # the commute, not the job
+        "@Mnemo what is @dave's biggest pet peeve?",
+        "@Mnemo does @dave have any pet projects?",
+        "When did Nate take time off to chill with his pets?",
+        "Where did Caroline move from 4 years ago?",
+        "What did John do to help his community last year in his hometown?",
+        "How old are Deborah's cats?",
+        "@Mnemo what does @luca's girlfriend do?",
+        "@Mnemo do you remember my hobby?",
+        # to the bot about itself: lore, no viewer's slot
+        "@Mnemo where do you live?",
+        "@Mnemo da dove vieni?",
+        "@Mnemo how old are you?",
+        "@Mnemo che lavoro fai?",
+    ],
+)
+def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) -> None:
+    assert asked.slots(context.normalize(question)) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("statement", "slots"),
+    [
+        ("I have a hamster called Rex", {"pet"}),  # a profile value
+        ("my dog Biscuit chewed through my slippers again", {"pet"}),
+        ("ho due gatti, Pepe e Oliva", {"pet"}),
+        ("I've got a bearded dragon called Kevin", {"pet"}),
+        ("abito a Lione", {"location"}),
+        ("greetings from Toronto, where I live", {"location"}),
+        ("I grew up in Cornwall near the sea", {"hometown"}),
+        ("I'm a baker, I start kneading at 3am", {"job"}),
+        ("my biggest pet peeve is people who clap", set()),
+        ("il mio animale guida è il bradipo", set()),
+        ("my friend has a dog", set()),
+        ("ho il terrore dei serpenti", set()),  # afraid of snakes: no pet
+        ("I quit my job", set()),  # clears the slot: no answer
+    ],
+)
+def test_what_a_statement_states(statement: str, slots: set[str]) -> None:
+    assert asked.states(statement) == slots
