@@ -71,6 +71,10 @@ def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) 
         ("il mio animale guida è il bradipo", set()),
         ("my friend has a dog", set()),
         ("ho il terrore dei serpenti", set()),  # afraid of snakes: no pet
+        ("ho paura dei cani grandi", set()),
+        ("ho un acquario con dodici pesci tropicali", {"pet"}),
+        ("back from a night shift, being a nurse is brutal", {"job"}),
+        ("sono un'illustratrice freelance, faccio copertine", {"job"}),
         ("I quit my job", set()),  # clears the slot: no answer
     ],
 )

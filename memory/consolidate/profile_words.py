@@ -38,7 +38,8 @@ _OCCUPATIONS_IT = """
     carabiniere chef chirurgo chirurga commercialista commesso commessa consulente contabile
     cuoco cuoca dentista designer dottore dottoressa educatore educatrice elettricista estetista
     falegname farmacista fioraio fioraia fisioterapista fornaio fornaia fotografo fotografa
-    giornalista grafico grafica idraulico impiegato impiegata infermiere infermiera ingegnere
+    giornalista grafico grafica idraulico illustratore illustratrice impiegato impiegata
+    infermiere infermiera ingegnere
     insegnante magazziniere maestro maestra meccanico medico muratore musicista operaio operaia
     ostetrica panettiere panettiera parrucchiere parrucchiera pasticcere pasticciere pasticcera
     pasticciera pilota pizzaiolo pizzaiola poliziotto poliziotta pompiere postino postina

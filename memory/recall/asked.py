@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from memory.consolidate import profile_slots
+from memory.consolidate import profile_slots, profile_words
 from memory.recall.words import normalize
 
 #: slot → what a question asking for it looks like (on normalized text: lower case, no accents,
@@ -77,6 +77,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _PETS = (
     r"(?:cats?|kittens?|dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
     r"|budgies?|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"
+    r"|aquariums?|acquari[oi]"
     r"|gatt[oaie]|gattin[oaie]|can[ei]|cagnolin[oaie]|cucciol[oi]|conigli[oe]?|coniglietta"
     r"|cricet[oi]|pappagall[oi]|pesci|pesciolin[oi]|tartarug[ahe]|furett[oi]|serpent[ei])\b"
 )
@@ -97,7 +98,8 @@ _STATES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "pet",
             r"\b(?:my|our|il mio|la mia|i miei|le mie)(?: \w+)? "
             + _PETS
-            + r"|\b(?:i have|i ve got|i got|we have|ho|abbiamo)(?: \w+){0,2} "
+            + r"|\b(?:i have|i ve got|i got|we have|ho|abbiamo)"
+            + r"(?! (?:a )?(?:fear|phobia|paura|il terrore|terrore|la fobia))(?: \w+){0,2} "
             + _PETS,
         ),
         (
@@ -109,9 +111,16 @@ _STATES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+#: "being a nurse is brutal": the speaker's occupation, said in passing
+_BEING = re.compile(r"\bbeing an? (\w+)\b")
+
+
 def states(text: str) -> frozenset[str]:
     """The slots a viewer's statement gives a value (``pet`` for any pet):
     ``profile_slots.slots_of`` and the plainer statements of ``_STATES``."""
     found = {slot.split(":", 1)[0] for slot, value in profile_slots.slots_of(text).items() if value}
     norm = normalize(text)
-    return frozenset(found | {slot for slot, pattern in _STATES if pattern.search(norm)})
+    found |= {slot for slot, pattern in _STATES if pattern.search(norm)}
+    if any(m.group(1) in profile_words.OCCUPATIONS_EN for m in _BEING.finditer(norm)):
+        found.add("job")
+    return frozenset(found)
