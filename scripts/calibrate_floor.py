@@ -23,7 +23,7 @@ import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import default_data_dir, harness, regulars, suite
+from memory.eval import default_data_dir, embed_cache, harness, regulars, suite
 from memory.recall import context, planner, relevance
 
 if TYPE_CHECKING:
@@ -42,8 +42,13 @@ def case_for(args: argparse.Namespace) -> harness.Case:
 
 
 async def replay(case: harness.Case, embedder: str) -> list[models.TurnReport]:
+    """The case with the floor off, embedding through the evaluation's cache (a later
+    ``python -m memory.eval`` run of the same data embeds nothing again)."""
     return await harness.run_full_isolated(
-        case, overrides={"memory": {"relevance_floor": False}}, embedder=embedder
+        case,
+        overrides={"memory": {"relevance_floor": False}},
+        embedder=embedder,
+        embed_cache=embed_cache.DEFAULT_ROOT,
     )
 
 

@@ -662,3 +662,48 @@ def test_an_open_question_about_oneself_is_broad(text: str, broad: bool) -> None
     assert [s.broad for s in plan.sources if s.viewer == "alice"] == (
         [broad] * len([s for s in plan.sources if s.viewer == "alice"])
     )
+
+
+# -- the asker's own memories, and the slots a question asks for ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@livememory what did chat say at the start about the lava pit?",
+        "@livememory remember the boss fight earlier in the stream? what happened?",
+        "@livememory ti ricordi cosa è successo all'inizio con il boss?",
+        "@livememory where do you come from? what's your story?",
+        "@livememory da dove vieni?",
+    ],
+)
+def test_a_question_to_the_bot_about_the_stream_or_itself_leaves_the_askers_memories(
+    text: str,
+) -> None:
+    plan = make_planner().plan(batch(msg("alice", text)), [])
+    assert not [s for s in plan.sources if s.viewer == "alice"]
+    assert {"episodic", "lore"} & set(kinds(plan))
+
+
+def test_a_question_to_the_bot_about_the_askers_own_past_keeps_them() -> None:
+    plan = make_planner().plan(
+        batch(msg("alice", "@livememory do you remember what I said earlier about my cat?")), []
+    )
+    assert "recall:alice" in kinds(plan)
+
+
+def test_the_slots_a_question_asks_for_go_with_its_sources() -> None:
+    history = [said("alice", "hi all")]
+    plan = make_planner().plan(batch(msg("carol", "@livememory where does @alice live?")), history)
+    by_key = {s.key: s for s in plan.sources}
+    assert by_key["recall:alice"].asks == by_key["profile:alice"].asks == {"location"}
+    assert all(s.asks == {"location"} for s in plan.sources if s.viewer is None)
+    # a batch that also talks of something else: the stream-wide search asks for more than it
+    plan = make_planner().plan(
+        batch(
+            msg("carol", "@livememory where does @alice live?"),
+            msg("bob", "@livememory what happened earlier with the boss fight?"),
+        ),
+        history,
+    )
+    assert [s.asks for s in plan.sources if s.kind == "episodic"] == [frozenset()]

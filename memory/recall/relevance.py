@@ -20,11 +20,9 @@ Before the floor, a question that asks for a profile slot is answered by the sta
 one of bob's recalled items or profile facts states where he lives, that statement is all of bob
 the prompt gets, and a stream-wide source searched with that question alone (the episodes that
 share its words: "how long has he been live?") adds nothing. Similarities cannot make that cut:
-e5 puts every fact of a short profile within 0.04 of the best, the answer often below the others.
-On the synthetic stream this took the irrelevant share from 0.47 to 0.24 (recall@5 0.985 → 1.000),
-and on the regulars corpus it brought the answer into the first three for pets, jobs and
-hometowns asked in other words or in the other language (figures in docs/evaluation.md). It
-applies with every embedder: it reads the texts, not the vectors.
+e5 puts every fact of a short profile within 0.04 of the best, the answer often below the others
+(docs/evaluation.md, "Precision", has what it changed). It applies with every embedder: it reads
+the texts, not the vectors.
 
 Within the floor, two rules make the prompt smaller and its order better for a viewer who asked
 for one thing (e5's values, chosen on the development halves with ``scripts/calibrate_floor.py``;
