@@ -119,6 +119,11 @@ def main() -> None:
     p.add_argument(
         "--order", default="fused", help="fused,similarity,blend: how a viewer's items rank"
     )
+    p.add_argument(
+        "--slots",
+        default="on",
+        help="on,off: a question for a profile slot answered by its statement (relevance.answered)",
+    )
     args = p.parse_args()
     case = case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -129,7 +134,11 @@ def main() -> None:
         reports = asyncio.run(replay(case, args.embedder))
         stored.write_bytes(pickle.dumps(reports))
     print(f"{case.name}, {args.embedder}: {len(reports)} turns, {len(case.probes)} probes")
-    print("no floor:", figures(case, reports))
+    for slots in args.slots.split(","):
+        print(
+            f"no floor, slot answers {slots}:",
+            figures(case, floored(reports, None, slots=slots == "on")),
+        )
     grid = itertools.product(
         [float(x) for x in args.absolute.split(",")],
         [float(x) for x in args.gap.split(",")],
@@ -137,14 +146,15 @@ def main() -> None:
         [int(x) for x in args.per_viewer.split(",")],
         args.order.split(","),
         [float(x) for x in args.dense_weight.split(",")],
+        args.slots.split(","),
     )
-    for absolute, gap, cap, per_viewer, order, weight in grid:
+    for absolute, gap, cap, per_viewer, order, weight, slots in grid:
         floor = relevance.Floor(
             absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
             order=order, dense_weight=weight,
         )  # fmt: skip
-        shown = figures(case, floored(reports, floor))
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight}: " + "  ".join(
+        shown = figures(case, floored(reports, floor, slots=slots == "on"))
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

@@ -707,3 +707,6 @@ def test_the_slots_a_question_asks_for_go_with_its_sources() -> None:
         history,
     )
     assert [s.asks for s in plan.sources if s.kind == "episodic"] == [frozenset()]
+    # a statement asks for nothing
+    plan = make_planner().plan(batch(msg("alice", "greetings from Dublin, where I live")), [])
+    assert plan.sources and all(not s.asks for s in plan.sources)

@@ -351,16 +351,18 @@ class Planner:
             other.mentions.append(_Mention(text=text, recall_request=recall_request, names=names))
 
     def _viewer_sources(self, candidate: _Candidate) -> list[models.PlannedSource]:
-        def source(kind: str, query: str, explicit: bool) -> models.PlannedSource:
-            norm = context.normalize(query)
+        def source(
+            kind: str, query: str, explicit: bool, asks: frozenset[str]
+        ) -> models.PlannedSource:
             return models.PlannedSource(
                 kind=kind,
                 viewer=candidate.login,
                 user_id=candidate.user_id,
                 query=query,
                 explicit=explicit,
-                broad=explicit and not content_terms(norm, exclude=self.bot_words),
-                asks=asked.slots(norm),
+                broad=explicit
+                and not content_terms(context.normalize(query), exclude=self.bot_words),
+                asks=asks,
             )
 
         if candidate.texts and candidate.questions_elsewhere >= len(candidate.texts):
@@ -374,6 +376,7 @@ class Planner:
             # the viewer's own messages: their words are the query of their own space
             query = _query(candidate.texts)
             explicit = candidate.explicit
+            asks = self._asks(candidate.texts)
         else:
             # named by others: the others' words (minus the names) only search this viewer's space
             query = _query(
@@ -385,11 +388,22 @@ class Planner:
                 for m in candidate.mentions
             )
             explicit = any(m.recall_request for m in candidate.mentions)
-        sources = [source("profile", query, explicit)] if self.use_profile else []
+            asks = self._asks([m.text for m in candidate.mentions])
+        sources = [source("profile", query, explicit, asks)] if self.use_profile else []
         wants_recall = bool(query) if not self.rank_viewers else explicit
         if wants_recall or content_terms(context.normalize(query), exclude=self.bot_words):
-            sources.append(source("recall", query, explicit))
+            sources.append(source("recall", query, explicit, asks))
         return sources
+
+    def _asks(self, texts: Iterable[str]) -> frozenset[str]:
+        """The profile slots the questions among ``texts`` ask for (``memory.recall.asked``); a
+        statement asks for none ("greetings from Dublin, where I live")."""
+        found: set[str] = set()
+        for text in texts:
+            norm = context.normalize(text)
+            if _is_question(text, norm, self.bot_words):
+                found |= asked.slots(norm)
+        return frozenset(found)
 
     def _stream_sources(
         self, batch: models.Batch, history: Sequence[models.HistoryItem]
@@ -412,10 +426,10 @@ class Planner:
             terms = self._episodic_terms(event.text, norm) if self.use_episodic else None
             if terms is not None and not _covered(terms, history_stems):
                 episodic.append(" ".join(terms) if terms else event.text)
-                asks["episodic"].append(asked.slots(norm))
+                asks["episodic"].append(self._asks([event.text]))
             if self._lore_reference(norm, addressed=addressed):
                 lore.append(event.text)
-                asks["lore"].append(asked.slots(norm))
+                asks["lore"].append(self._asks([event.text]))
             if state_domains(event.text):
                 state.append(event.text)
         sources: list[models.PlannedSource] = []
