@@ -13,7 +13,13 @@ its RSS is its own. Measured, in order:
 * ``replay``: the busiest IRC hour paced at ``--speedup`` × real time, consolidating as it goes
   (``memory.eval.bench.replay_throughput``, first ``--limit`` messages): the memory stage's p50 /
   p95, the largest lag behind the chat's clock and whether it kept up (lag under 2 s);
+* ``replay_workers``: the same replay with a background worker running ``--workers`` jobs at a
+  time while the chat goes on, as a deployed bot's worker does: the queue's backlog (jobs waiting
+  or running, and the age of the oldest waiting one, every 20 messages) and ``drain_s``, how long
+  the queue took to empty after the last message;
 * ``rss_peak_mb``: the process's peak RSS over the whole run.
+
+``--parts`` measures some of these only (``--parts workers``: the worker replay alone).
 """
 
 from __future__ import annotations
@@ -53,25 +59,28 @@ async def _startup(embedder: str) -> dict[str, Any]:
     return {"embedder_name": name, "startup_s": seconds, "rss_start_mb": rss}
 
 
+#: what a run measures (``--parts``), in this order
+PARTS = ("startup", "consolidation", "replay", "workers")
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {"embedder": args.embedder} | await _startup(args.embedder)
-    out["consolidation"] = {
-        str(jobs): await bench.consolidation_throughput(
-            viewers=args.viewers, filler=args.filler, embedder=args.embedder, concurrency=jobs
-        )
-        for jobs in (1, 2)
-    }
-    out["replay"] = await bench.replay_throughput(
-        args.data_dir, hours=1, speedup=args.speedup, limit=args.limit, embedder=args.embedder
-    )
-    if args.workers:
+    parts = set(args.parts.split(","))
+    out: dict[str, Any] = {"embedder": args.embedder}
+    if "startup" in parts:
+        out |= await _startup(args.embedder)
+    if "consolidation" in parts:
+        out["consolidation"] = {
+            str(jobs): await bench.consolidation_throughput(
+                viewers=args.viewers, filler=args.filler, embedder=args.embedder, concurrency=jobs
+            )
+            for jobs in (1, 2)
+        }
+    replay = {"data_dir": args.data_dir, "hours": 1, "speedup": args.speedup, "limit": args.limit}
+    if "replay" in parts:
+        out["replay"] = await bench.replay_throughput(**replay, embedder=args.embedder)
+    if "workers" in parts:
         out["replay_workers"] = await bench.replay_throughput(
-            args.data_dir,
-            hours=1,
-            speedup=args.speedup,
-            limit=args.limit,
-            embedder=args.embedder,
-            workers=args.workers,
+            **replay, embedder=args.embedder, workers=args.workers
         )
     out["rss_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
@@ -86,10 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speedup", type=float, default=10.0)
     parser.add_argument("--limit", type=int, default=600, help="IRC messages replayed")
     parser.add_argument(
-        "--workers",
-        type=int,
-        default=2,
-        help="also replay with a background worker running this many jobs at a time (0: not)",
+        "--workers", type=int, default=2, help="jobs at a time of the replay's background worker"
+    )
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"what to measure, of {','.join(PARTS)} (workers: the IRC replay again, consolidated "
+        "by a background worker instead of turn by turn)",
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)

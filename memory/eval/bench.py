@@ -264,6 +264,8 @@ async def _paced(
     lags: list[float] = []
     backlog: list[dict[str, float]] = []
     drain_s: float | None = None
+    by_worker = 0
+    left = 0.0
     overrides = {"worker": {"concurrency": workers}} if workers else None
     with harness.temporary_data_dir("livememory-bench-") as tmp:
         settings = harness.eval_settings(tmp, overrides=overrides, embedder=embedder)
@@ -289,8 +291,10 @@ async def _paced(
             if worker is not None:
                 stop.set()
                 await worker
+                by_worker = sum(services.worker.counts.values())
                 await runner.consolidate_now()  # what the worker left when told to stop
                 drain_s = time.perf_counter() - wall - total
+                left = (await _backlog(services, drain_s))["jobs"]
     span = (events[-1].ts - first) / timedelta(seconds=1)
     queue: dict[str, Any] = {}
     if workers:
@@ -300,6 +304,8 @@ async def _paced(
             "max_backlog_jobs": max((b["jobs"] for b in backlog), default=0),
             "max_oldest_job_s": max((b["oldest_s"] for b in backlog), default=0.0),
             "drain_s": drain_s,
+            "jobs_by_worker": by_worker,
+            "jobs_left": left,
         }
     return queue | {
         "messages": len(events),
