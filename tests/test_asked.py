@@ -70,6 +70,7 @@ def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) 
         ("my biggest pet peeve is people who clap", set()),
         ("il mio animale guida è il bradipo", set()),
         ("my friend has a dog", set()),
+        ("I ate my hot dog", set()),
         ("ho il terrore dei serpenti", set()),  # afraid of snakes: no pet
         ("ho paura dei cani grandi", set()),
         ("ho un acquario con dodici pesci tropicali", {"pet"}),

@@ -8,9 +8,12 @@ slots can be compared with what a remembered statement sets (``profile_slots.slo
 profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``).
 
 A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
-viewer's slot (that is lore). The patterns are strict on purpose: a question that only mentions a slot's word ("how does he get
-to his job?", "my pet peeve", "come si chiama il mio animale?" is ``pet``, not ``name``) must not
-be taken for one that asks for it, since an asked slot replaces the rest of that viewer's items.
+viewer's slot (that is lore). The patterns are strict on purpose: a question that only mentions a
+slot's word ("how does he get to his job?", "my pet peeve", "come si chiama il mio animale?" is
+``pet``, not ``name``) must not be taken for one that asks for it, since an answered slot replaces
+the rest of that viewer's items.
+
+``states(text)`` is the other side: the slots a viewer's statement gives a value.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 #: pets, EN and IT, singular and plural
 _PETS = (
-    r"(?:cats?|kittens?|dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
+    r"(?:cats?|kittens?|(?<!\bhot )dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
     r"|budgies?|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"
     r"|aquariums?|acquari[oi]"
     r"|gatt[oaie]|gattin[oaie]|can[ei]|cagnolin[oaie]|cucciol[oi]|conigli[oe]?|coniglietta"
