@@ -79,8 +79,14 @@ def test_the_newest_statement_comes_first_for_every_changed_fact(
 def test_without_supersession_older_statements_come_first(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    """The ablation: the check above tells the difference (without supersession the older facts win)."""
-    off = {**env, "LIVEMEMORY_MEMORY__SUPERSEDE": "false"}
+    """The ablation: the check above tells the difference (without supersession the older facts win).
+    The slot answers are off too: they put the profile's current value of the slot asked for
+    first, which would hide what supersession does to the recalled statements."""
+    off = {
+        **env,
+        "LIVEMEMORY_MEMORY__SUPERSEDE": "false",
+        "LIVEMEMORY_MEMORY__RELEVANCE_FLOOR": "false",
+    }
     found = places(end_to_end.replay(TRANSCRIPT, off, tmp_path), events())
     stale = [q for q, (old, new) in found.items() if old is not None and (new is None or old < new)]
     assert len(stale) >= 3, found
