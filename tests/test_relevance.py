@@ -202,18 +202,18 @@ def test_an_asked_slot_the_profile_does_not_hold_changes_nothing() -> None:
     assert relevance.keep(items, None, asks=asks) == (items, {})
 
 
-def test_a_superseded_statement_is_no_answer_and_a_past_question_asks_nothing() -> None:
+def test_a_question_about_the_past_is_answered_by_the_superseded_statement_too() -> None:
     items = [
-        item("recall", "I live in Rome", 0.80, superseded=True),
-        item("recall", "I'm a nurse", 0.79),
+        item("recall", "I moved to Turin", 0.81),
+        item("recall", "I'm a nurse", 0.80),
+        item("recall", "I live in Rome", 0.79, superseded=True),  # recalled: asked about the past
     ]
-    assert relevance.keep(items, None, asks={"viewer:alice": frozenset({"location"})}) == (
-        items,
-        {},
-    )
+    kept, dropped = relevance.keep(items, None, asks={"viewer:alice": frozenset({"location"})})
+    assert [i.text for i in kept] == ["I moved to Turin", "I live in Rome"]
+    assert dropped == {"recall:alice": 1}
     sources = [
         models.PlannedSource(kind="recall", viewer="alice", asks=frozenset({"location"})),
-        models.PlannedSource(kind="recall", viewer="bob", asks=frozenset({"job"}), past=True),
+        models.PlannedSource(kind="recall", viewer="bob", asks=frozenset({"job"}), broad=True),
         models.PlannedSource(kind="lore", asks=frozenset({"job"})),
     ]
     assert relevance.asks_of(sources) == {

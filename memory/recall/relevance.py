@@ -158,12 +158,10 @@ def keep(
 
 
 def asks_of(sources: Iterable[models.PlannedSource]) -> dict[str, frozenset[str]]:
-    """By ``group``, the slots the plan's sources ask for (``PlannedSource.asks``); a question
-    about the past ("where did she live before?") is answered by the superseded statements too,
-    so it asks for none."""
+    """By ``group``, the slots the plan's sources ask for (``PlannedSource.asks``)."""
     asks: dict[str, frozenset[str]] = {}
     for source in sources:
-        if source.asks and not source.past and not source.broad:
+        if source.asks and not source.broad:
             key = f"viewer:{source.viewer}" if source.viewer else f"source:{source.kind}"
             asks[key] = asks.get(key, frozenset()) | source.asks
     return asks
@@ -183,7 +181,9 @@ def answered(
     slots: set[str] = set()
     for index, item in enumerate(ranked):
         wanted = asks.get(group(item))
-        if not wanted or item.source not in _STATEMENTS or item.superseded:
+        # a superseded statement is recalled only for a question about the past ("where did
+        # she live before?"): there it answers too, labelled as such
+        if not wanted or item.source not in _STATEMENTS:
             continue
         if stated := wanted & asked.states(item.text):
             answering.add(index)
