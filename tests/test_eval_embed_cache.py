@@ -87,15 +87,18 @@ async def test_another_version_or_name_of_the_embedder_misses(tmp_path: Path) ->
     assert same.embedded == []
 
 
-async def test_a_query_and_a_passage_are_cached_apart(tmp_path: Path) -> None:
+async def test_a_query_is_embedded_every_time_and_never_as_the_cached_passage(
+    tmp_path: Path,
+) -> None:
+    """The memory stage's times of a run are what the bot pays: its queries are never cached."""
     inner = Counting()
     cached = embed_cache.EmbeddingCache(tmp_path).wrap(inner)
     assert isinstance(cached, embed_cache.CachedEmbedder)
     await cached.embed(TEXTS[:1])
     await cached.embed(TEXTS[:1], kind="query")
     await cached.embed(TEXTS[:1], kind="query")
-    assert inner.embedded == TEXTS[:1] * 2 and inner.kinds == ["passage", "query"]
-    assert embed_cache.key("query", TEXTS[0]) != embed_cache.key("passage", TEXTS[0])
+    assert inner.embedded == TEXTS[:1] * 3 and inner.kinds == ["passage", "query", "query"]
+    assert cached.misses_by_kind == {"passage": 1, "query": 2}
 
 
 async def test_segments_are_written_as_they_fill_and_only_whole_ones_are_read(

@@ -4,9 +4,10 @@ A slow semantic embedder makes a whole LongMemEval run impractical: its haystack
 sessions across questions, and every run embeds them again. ``EmbeddingCache.wrap`` puts a
 ``ports.Embedder`` around the evaluated one that looks each text up first, by the embedder's name
 (which names its vectors, ``offline-hash-v1:384``), its ``version`` when it has one (a package
-release), the kind of embedding (a stored passage or a query) and the text; only the texts it has
-never seen go to the embedder, each once, in one call. The vectors are those the embedder
-returned, as 64-bit floats (every float a Python float holds, exactly).
+release), the kind of embedding and the text; only the texts it has never seen go to the
+embedder, each once, in one call. The vectors are those the embedder returned, as 64-bit floats
+(every float a Python float holds, exactly). Only stored passages are cached: a search's query is
+embedded every time, so the memory stage's times in a run are what the bot pays live.
 
 Layout: ``<root>/<embedder>-<digest of name and version>/`` holds ``embedder.json`` (what made the
 vectors) and segments ``segment-<unique>.npz`` (``keys``: the SHA-256 of kind and text, ``vectors``):
@@ -91,6 +92,11 @@ class CachedEmbedder:
         return self._known
 
     async def embed(self, texts: Sequence[str], *, kind: str = PASSAGE) -> list[list[float]]:
+        if kind != PASSAGE:
+            # a search's query goes to the embedder every time: the memory stage a run times is
+            # what the bot pays live (a cached query made e5's look like the hash embedder's)
+            self.misses_by_kind[kind] = self.misses_by_kind.get(kind, 0) + len(texts)
+            return await self._inner_embed(list(texts), kind)
         known = self._load()
         keys = [key(kind, text) for text in texts]
         missing: dict[bytes, str] = {}
