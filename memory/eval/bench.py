@@ -274,23 +274,26 @@ async def _paced(
             stop = asyncio.Event()
             worker = asyncio.create_task(services.worker.run(stop)) if workers else None
             first, wall = events[0].ts, time.perf_counter()
-            for index, event in enumerate(events):
-                due = wall + (event.ts - first) / timedelta(seconds=1) / speedup
-                if (ahead := due - time.perf_counter()) > 0:
-                    await asyncio.sleep(ahead)  # pacing the chat, not waiting for work
-                began = time.perf_counter()
-                await runner.feed(event)
-                if worker is None:
-                    await runner.consolidate_now()
-                elif index % BACKLOG_EVERY == 0:
-                    backlog.append(await _backlog(services, time.perf_counter() - wall))
-                stages["event_total"].append((time.perf_counter() - began) * 1000)
-                lags.append(max(0.0, time.perf_counter() - due))
-            await runner.finish()
-            total = time.perf_counter() - wall
+            try:
+                for index, event in enumerate(events):
+                    due = wall + (event.ts - first) / timedelta(seconds=1) / speedup
+                    if (ahead := due - time.perf_counter()) > 0:
+                        await asyncio.sleep(ahead)  # pacing the chat, not waiting for work
+                    began = time.perf_counter()
+                    await runner.feed(event)
+                    if worker is None:
+                        await runner.consolidate_now()
+                    elif index % BACKLOG_EVERY == 0:
+                        backlog.append(await _backlog(services, time.perf_counter() - wall))
+                    stages["event_total"].append((time.perf_counter() - began) * 1000)
+                    lags.append(max(0.0, time.perf_counter() - due))
+                await runner.finish()
+                total = time.perf_counter() - wall
+            finally:
+                stop.set()  # the worker finishes its jobs and gives the rest back
+                if worker is not None:
+                    await worker
             if worker is not None:
-                stop.set()
-                await worker
                 by_worker = sum(services.worker.counts.values())
                 await runner.consolidate_now()  # what the worker left when told to stop
                 drain_s = time.perf_counter() - wall - total
