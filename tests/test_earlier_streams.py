@@ -236,3 +236,18 @@ def test_past_episodes_get_what_the_viewers_lines_leave_of_the_budget() -> None:
 
     assert "e" not in [i.memory_id for i in full.items] and len(full.items) >= 10
     assert [i.memory_id for i in roomy.items][-1] == "e"
+
+
+def test_the_earlier_source_asks_for_the_slots_its_question_asks_for() -> None:
+    """A question for a profile slot answered by the viewer's statement of it leaves the past
+    streams' episodes out as it does this stream's (``relevance.answered``)."""
+    viewers = directory.ViewerDirectory()
+    viewers.note_stream("s0", NOW - WEEK, NOW - WEEK + timedelta(hours=1))
+    plan = planner.Planner(support.plain_settings(), streams=viewers).plan(
+        support.one_batch(support.event("alice", "@livememory where does @bob live?", 1)), []
+    )
+    episodes = [s for s in plan.sources if s.kind in ("episodic", earlier.KIND)]
+    assert [(s.kind, s.asks) for s in episodes] == [
+        ("episodic", {"location"}),
+        (earlier.KIND, {"location"}),
+    ]

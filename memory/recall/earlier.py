@@ -68,7 +68,8 @@ def planned(
 ) -> list[models.PlannedSource]:
     """``stream_sources`` and, after this stream's ``episodic`` source, the ``earlier`` one with
     the same query and window: when an earlier stream is known and the question is not about
-    the last stream (whose episodes ``episodic`` then searches). When one of ``texts`` asks
+    the last stream (whose episodes ``episodic`` then searches), asking for the slots it asks
+    for (``PlannedSource.asks``). When one of ``texts`` asks
     what the bot said, both episode sources are marked ``bot_words`` (``context``: the episodes
     that hold the bot's reply rank first)."""
     bot_words = any(asks_bot_words(text) for text in texts)
@@ -81,7 +82,11 @@ def planned(
         if source.stream is None and when.previous_stream:
             out.append(
                 models.PlannedSource(
-                    kind=KIND, query=source.query, window=source.window, bot_words=bot_words
+                    kind=KIND,
+                    query=source.query,
+                    window=source.window,
+                    bot_words=bot_words,
+                    asks=source.asks,
                 )
             )
     return out
