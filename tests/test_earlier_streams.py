@@ -248,6 +248,6 @@ def test_the_earlier_source_asks_for_the_slots_its_question_asks_for() -> None:
     )
     episodes = [s for s in plan.sources if s.kind in ("episodic", earlier.KIND)]
     assert [(s.kind, s.asks) for s in episodes] == [
-        ("episodic", {"location"}),
-        (earlier.KIND, {"location"}),
+        ("episodic", frozenset({"location"})),
+        (earlier.KIND, frozenset({"location"})),
     ]
