@@ -76,7 +76,9 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
-#: pets, EN and IT, singular and plural
+#: pets, EN and IT, singular and plural: wider than ``profile_slots.PETS`` (plurals, an
+#: aquarium) and without its words that are food or a figure of speech without a pet's name after
+#: them ("ho mangiato pesce", "ho fatto da cavia"): a statement here needs no name
 _PETS = (
     r"(?:cats?|kittens?|(?<!\bhot )dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
     r"|budgies?|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"

@@ -115,6 +115,8 @@ class _Mention:
     recall_request: bool
     #: normalized words of the names used in the message (never part of the search query)
     names: frozenset[str]
+    #: the profile slots the message asks for (``memory.recall.asked``; none for a statement)
+    asks: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -129,6 +131,8 @@ class _Candidate:
     #: the viewer's messages that are questions about another viewer or about the bot, not about
     #: themself ("what is @giulia's hobby?", "Mnemo are you scared of anything?")
     questions_elsewhere: int = 0
+    #: the profile slots the viewer's own questions ask for (``memory.recall.asked``)
+    asks: set[str] = field(default_factory=set)
 
     @property
     def score(self) -> float:
@@ -330,6 +334,8 @@ class Planner:
         if words & self.bot_words:
             author.signals.add("bot_mention")
         question = _is_question(text, norm, self.bot_words)
+        slots = self._slots(text, norm, question=question)
+        author.asks |= slots
         if question:
             author.signals.add("question")
         if lexicon.URL.search(text) or words & lexicon.MEDIA_WORDS:
@@ -348,7 +354,9 @@ class Planner:
             if other is None:
                 other = candidates[user_id] = _Candidate(login, user_id, order)
             other.signals.add("mentioned_by_viewer")
-            other.mentions.append(_Mention(text=text, recall_request=recall_request, names=names))
+            other.mentions.append(
+                _Mention(text=text, recall_request=recall_request, names=names, asks=slots)
+            )
 
     def _viewer_sources(self, candidate: _Candidate) -> list[models.PlannedSource]:
         def source(
@@ -376,7 +384,7 @@ class Planner:
             # the viewer's own messages: their words are the query of their own space
             query = _query(candidate.texts)
             explicit = candidate.explicit
-            asks = self._asks(candidate.texts)
+            asks = frozenset(candidate.asks)
         else:
             # named by others: the others' words (minus the names) only search this viewer's space
             query = _query(
@@ -388,22 +396,19 @@ class Planner:
                 for m in candidate.mentions
             )
             explicit = any(m.recall_request for m in candidate.mentions)
-            asks = self._asks([m.text for m in candidate.mentions])
+            asks = frozenset().union(*(m.asks for m in candidate.mentions))
         sources = [source("profile", query, explicit, asks)] if self.use_profile else []
         wants_recall = bool(query) if not self.rank_viewers else explicit
         if wants_recall or content_terms(context.normalize(query), exclude=self.bot_words):
             sources.append(source("recall", query, explicit, asks))
         return sources
 
-    def _asks(self, texts: Iterable[str]) -> frozenset[str]:
-        """The profile slots the questions among ``texts`` ask for (``memory.recall.asked``); a
+    def _slots(self, text: str, norm: str, *, question: bool | None = None) -> frozenset[str]:
+        """The profile slots ``text`` asks for (``memory.recall.asked``) when it is a question; a
         statement asks for none ("greetings from Dublin, where I live")."""
-        found: set[str] = set()
-        for text in texts:
-            norm = context.normalize(text)
-            if _is_question(text, norm, self.bot_words):
-                found |= asked.slots(norm)
-        return frozenset(found)
+        if question is None:
+            question = _is_question(text, norm, self.bot_words)
+        return asked.slots(norm) if question else frozenset()
 
     def _stream_sources(
         self, batch: models.Batch, history: Sequence[models.HistoryItem]
@@ -423,13 +428,14 @@ class Planner:
         asks: dict[str, list[frozenset[str]]] = {"episodic": [], "lore": []}
         for event in chat:
             norm = context.normalize(event.text)
+            slots = self._slots(event.text, norm)
             terms = self._episodic_terms(event.text, norm) if self.use_episodic else None
             if terms is not None and not _covered(terms, history_stems):
                 episodic.append(" ".join(terms) if terms else event.text)
-                asks["episodic"].append(self._asks([event.text]))
+                asks["episodic"].append(slots)
             if self._lore_reference(norm, addressed=addressed):
                 lore.append(event.text)
-                asks["lore"].append(self._asks([event.text]))
+                asks["lore"].append(slots)
             if state_domains(event.text):
                 state.append(event.text)
         sources: list[models.PlannedSource] = []

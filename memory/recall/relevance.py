@@ -109,7 +109,12 @@ def floor_for(embedder_name: str) -> Floor | None:
 
 def group(item: models.RecallItem) -> str:
     """The items whose best similarity an item is compared with."""
-    return f"viewer:{item.viewer}" if item.source in VIEWER_SOURCES else f"source:{item.source}"
+    return _group_of(item.source, item.viewer)
+
+
+def _group_of(kind: str, viewer: str | None) -> str:
+    """``group`` of the items of a source of ``kind`` (about ``viewer``)."""
+    return f"viewer:{viewer}" if kind in VIEWER_SOURCES else f"source:{kind}"
 
 
 def source_key(item: models.RecallItem) -> str:
@@ -162,7 +167,7 @@ def asks_of(sources: Iterable[models.PlannedSource]) -> dict[str, frozenset[str]
     asks: dict[str, frozenset[str]] = {}
     for source in sources:
         if source.asks and not source.broad:
-            key = f"viewer:{source.viewer}" if source.viewer else f"source:{source.kind}"
+            key = _group_of(source.kind, source.viewer)
             asks[key] = asks.get(key, frozenset()) | source.asks
     return asks
 
