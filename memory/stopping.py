@@ -156,13 +156,19 @@ def _detach_terminal() -> None:
 @contextlib.contextmanager
 def as_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP act as SIGINT (Ctrl-C) while the block runs: the command is
-    interrupted as it is by Ctrl-C, its stores closed (the admin command)."""
+    interrupted as it is by Ctrl-C, its stores closed (the admin command). They do so even where
+    SIGINT itself is ignored (started in the background by a shell)."""
     previous: dict[int, Any] = {}
 
-    def interrupt(signum: int, _frame: object) -> None:
+    def interrupt(signum: int, frame: Any) -> None:
         if signum == signal.SIGHUP:
             _detach_terminal()
-        signal.raise_signal(signal.SIGINT)
+        on_sigint = signal.getsignal(signal.SIGINT)
+        if callable(on_sigint):  # asyncio.run's (cancels the main task) or Python's own
+            on_sigint(signal.SIGINT, frame)
+            return
+        # SIGINT ignored (a shell's background job, ``cmd &``): SIGTERM must still stop it
+        raise KeyboardInterrupt
 
     with contextlib.suppress(ValueError):
         for signum in (signal.SIGTERM, signal.SIGHUP):

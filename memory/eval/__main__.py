@@ -21,7 +21,9 @@
   whose figures it has are rewritten; the prose around them is left as it is.
 - ``baseline``: run the quick quality evaluation and record ``baseline.json``.
 
-Exit codes: 0 done (gate passed), 1 gate failed, 2 the evaluation could not run.
+Exit codes: 0 done (gate passed), 1 gate failed, 2 the evaluation could not run, 130 interrupted
+(Ctrl-C, SIGTERM or SIGHUP: the run's temporary data folders are removed and their embedded
+Postgres stopped; no results are written).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory import errors
+from memory import errors, stopping
 from memory.eval import (
     REPO_ROOT,
     ablations,
@@ -53,6 +55,8 @@ from memory.eval import (
 )
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
+#: Ctrl-C, SIGTERM or SIGHUP (``stopping.as_interrupt``), as a shell reports SIGINT
+EXIT_INTERRUPTED = 130
 COMMANDS = ("quality", "ablations", "bench", "report", "baseline")
 
 
@@ -470,10 +474,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     data_dir = (args.data_dir or default_data_dir()).resolve()
     try:
-        return asyncio.run(_main(args, data_dir))
+        with stopping.as_interrupt():
+            return asyncio.run(_main(args, data_dir))
     except errors.MemoryServiceError as exc:
         print(f"error: the evaluation could not run: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        # the run's temporary data folders are gone, their embedded Postgres stopped
+        # (``harness.temporary_data_dir``); the embedding cache keeps the vectors it stored
+        print("interrupted: no results were written", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory import models
+from memory import models, stopping
 from memory.eval import harness, longmemeval, metrics, peers, report
 
 if TYPE_CHECKING:
@@ -201,12 +201,16 @@ async def replay_isolated(
         loop = asyncio.get_running_loop()
         context = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(min(jobs, len(chunks)), mp_context=context) as pool:
-            outcomes = await asyncio.gather(
-                *(
-                    loop.run_in_executor(pool, replay_chunk, chunk, embedder, embed_cache)
-                    for chunk in chunks
+            try:
+                outcomes = await asyncio.gather(
+                    *(
+                        loop.run_in_executor(pool, replay_chunk, chunk, embedder, embed_cache)
+                        for chunk in chunks
+                    )
                 )
-            )
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                _interrupt_workers(pool)
+                raise
     else:
         outcomes = [await _replay_folder(chunk, embedder, embed_cache) for chunk in chunks]
     turns: dict[str, models.TurnReport] = {}
@@ -229,10 +233,21 @@ async def _replay_folder(
 def replay_chunk(
     channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None = None
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
-    """One chunk replayed in a worker process (``replay_isolated`` with ``jobs`` > 1)."""
+    """One chunk replayed in a worker process (``replay_isolated`` with ``jobs`` > 1). SIGTERM
+    interrupts it as Ctrl-C does: its temporary folder is removed, its embedded Postgres stopped."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)
-    return asyncio.run(_replay_folder(channels, embedder, embed_cache))
+    with stopping.as_interrupt():
+        return asyncio.run(_replay_folder(channels, embedder, embed_cache))
+
+
+def _interrupt_workers(pool: futures.ProcessPoolExecutor) -> None:
+    """The run was interrupted: no chunk starts any more, and the worker processes (a signal to
+    this process alone never reaches them) are sent SIGTERM, which each takes as Ctrl-C
+    (``replay_chunk``); leaving the pool's block then waits for them to have cleaned up."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for child in multiprocessing.active_children():
+        child.terminate()
 
 
 async def evaluate(
