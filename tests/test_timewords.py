@@ -118,6 +118,11 @@ def test_last_stream_without_a_calendar_is_everything_before_this_stream() -> No
         ("che lavoro facevo?", True),
         ("where do I live?", False),
         ("I used to live in Rome", False),  # a statement, not a question
+        ("what did I originally want to study?", True),
+        # where someone is from: the hometown, asked in the present
+        ("where is @bob from originally?", False),
+        ("where are you originally from?", False),
+        ("where did you live originally?", True),
     ],
 )
 def test_past_questions(text: str, past: bool) -> None:

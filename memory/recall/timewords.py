@@ -313,9 +313,16 @@ def asks(text: str) -> bool:
     )
 
 
+#: where someone comes from ("where is he from originally?"): the hometown, not a past question
+ORIGIN = lexicon.phrases("from originally|originally from|originally come from|originally comes from")
+
+
 def asks_past(text: str) -> bool:
     """A question about how things were before ("where did I live before?", "prima dove abitavo?")."""
-    return asks(text) and _has(context.normalize(text), PAST)
+    padded = f" {context.normalize(text)} "
+    for phrase in ORIGIN:
+        padded = padded.replace(f" {phrase} ", " from ")
+    return asks(text) and _has(padded.strip(), PAST)
 
 
 def scoped(
