@@ -76,6 +76,37 @@ def test_a_question_about_when_keeps_the_statement_made_at_the_time_first() -> N
     assert texts(recency.recent_first("quando ho preso il Fitbit Charge 3?", hits))[0] == OLD
 
 
+@pytest.mark.parametrize(
+    ("question", "when"),
+    [
+        ("How many days passed between my visit to MoMA and the exhibit at the Met?", True),
+        ("How many days before my best friend's party did I order her gift?", True),
+        ("How many months have passed since the charity run?", True),
+        ("How many weeks ago did I start the Fitbit Charge 3?", True),
+        ("quanti giorni sono passati tra la mostra e il concerto?", True),
+        ("quanti mesi fa ho cambiato lavoro?", True),
+        ("quanti giorni a settimana vado in palestra?", False),
+        # a count, a duration or a frequency of now: a state, newest first
+        ("How many days a week do I go to the gym?", False),
+        ("How many days did I spend in Hawaii in total?", False),
+        ("How long have I been using my Fitbit Charge 3?", False),
+    ],
+)
+def test_the_time_between_two_events_is_a_question_about_when(question: str, when: bool) -> None:
+    """Days between two visits are read from the statements made at the time: recency leaves
+    such a question alone, as it does "when …?" (the newest retelling of a visit is no answer)."""
+    assert recency.asks_when(question) is when
+
+
+def test_days_between_two_events_keep_the_statements_in_their_rank_order() -> None:
+    hits = [hit(OLD, 1.5, 0), hit(NEW, 0.9, 90)]
+    since = "How many days passed between my Fitbit Charge 3 and my new sleep routine?"
+    assert texts(recency.recent_first(since, hits))[0] == OLD
+    assert (
+        texts(recency.recent_first("How many days have I had my Fitbit Charge 3?", hits))[0] == NEW
+    )
+
+
 def test_a_newer_statement_matching_part_of_what_the_older_matches_is_the_same_subject() -> None:
     question = "How many different species of birds have I seen in my local park?"
     old = hit(

@@ -314,7 +314,9 @@ def asks(text: str) -> bool:
 
 
 #: where someone comes from ("where is he from originally?"): the hometown, not a past question
-ORIGIN = lexicon.phrases("from originally|originally from|originally come from|originally comes from")
+ORIGIN = lexicon.phrases(
+    "from originally|originally from|originally come from|originally comes from"
+)
 
 
 def asks_past(text: str) -> bool:

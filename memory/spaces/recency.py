@@ -26,7 +26,8 @@ the event's own telling, and later mentions of its subject are retellings: the s
 for questions about a state only (LoCoMo's development half: R@1 0.377 → 0.290 with it on every
 question). A question about an event in the past tense (``asks_event``: "what did …", "where was
 …", naming no state) and one about *when* something happened (``asks_when``: "when did I move to
-Turin?", "quando …") are left alone by both rules. An old memory that is the only answer is never
+Turin?", "quando …", and the time between events: "how many days passed between …", "how many
+weeks ago …", read from the statements made at the time) are left alone by both rules. An old memory that is the only answer is never
 buried: a newer one joins its group only by
 matching the same query terms. The groups' order is kept in the scores: the reordered hits take
 the original scores best first, so context assembly, which sorts by score, shows the same order.
@@ -56,9 +57,15 @@ SUBJECT_TERMS = 2
 SUBJECT_SHARE = 2 / 3
 #: ... and the lower scores at least this share of the higher
 SUBJECT_BAND = 0.25
-#: a question about when: "when", "what time/day/year", "how long ago", "quando", "che giorno"
+#: a question about when: "when", "what time/day/year", "how long ago", "quando", "che giorno", and
+#: the time between events ("how many days passed between / before / since …", "how many weeks
+#: ago …"; LongMemEval's tune half: turn all@5 of its three such temporal questions 0 → 1, the
+#: groups had put a session's later lines first)
 _WHEN = re.compile(
-    r"\b(?:when|what (?:time|day|date|year|month)|how long ago|quando|che (?:giorno|ora|anno))\b",
+    r"\b(?:when|what (?:time|day|date|year|month)|how long ago|quando|che (?:giorno|ora|anno)"
+    r"|how many (?:days|weeks|months|years) (?:(?:had|have|has) )?(?:ago|passed|before|after"
+    r"|between|since|earlier|later)|quant[ie] (?:giorni|settimane|mesi|anni) (?:fa|sono passat[ie]"
+    r"|prima|dopo|tra|fra))\b",
     re.IGNORECASE,
 )
 #: a question about a state that changes (EN + IT)
