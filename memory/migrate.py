@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory import errors, logs
-from memory.adapters import postgres
+from memory import errors, logs, stopping
+from memory.adapters import pg_embedded, postgres
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -141,5 +141,26 @@ async def _main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: the exit code of a run stopped by Ctrl-C, SIGTERM or SIGHUP (as a shell reports SIGINT)
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line. SIGTERM and SIGHUP stop it as Ctrl-C does (``stopping.as_interrupt``),
+    also where SIGINT is ignored (a shell's background job): the migration under way is rolled
+    back (each is one transaction), the lock released, and an embedded Postgres it started
+    stopped; the ones applied before are kept."""
+    pg_embedded.EXITING = "this migration"
+    try:
+        with stopping.as_interrupt():
+            return asyncio.run(_main(argv))
+    except KeyboardInterrupt:
+        print(
+            "interrupted: the migrations applied before are kept; run it again for the rest",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(_main()))
+    sys.exit(main())

@@ -46,6 +46,15 @@ AS_FROM_A_TERMINAL = (
     "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
 )
 
+#: a shell's background job (``cmd &`` in a script): SIGINT ignored, SIGTERM and SIGHUP default
+AS_A_BACKGROUND_JOB = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "for signum in (signal.SIGTERM, signal.SIGHUP):\n"
+    "    signal.signal(signum, signal.SIG_DFL)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+
 
 def embedded_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a streamer's one PC: everything embedded, the offline embedder."""

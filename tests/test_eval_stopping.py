@@ -31,15 +31,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 
-#: a shell's background job (``cmd &`` in a script): SIGINT ignored, SIGTERM and SIGHUP default
-AS_A_BACKGROUND_JOB = (
-    "import os, signal, sys\n"
-    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-    "for signum in (signal.SIGTERM, signal.SIGHUP):\n"
-    "    signal.signal(signum, signal.SIG_DFL)\n"
-    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
-)
-STARTS = {"terminal": live_bot.AS_FROM_A_TERMINAL, "background": AS_A_BACKGROUND_JOB}
+STARTS = {"terminal": live_bot.AS_FROM_A_TERMINAL, "background": live_bot.AS_A_BACKGROUND_JOB}
 
 
 @pytest.fixture

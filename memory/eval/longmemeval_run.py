@@ -241,13 +241,26 @@ def replay_chunk(
         return asyncio.run(_replay_folder(channels, embedder, embed_cache))
 
 
+#: how long an interrupted run waits for a worker process to clean up before killing it
+WORKER_STOP_SECONDS = 30.0
+
+
 def _interrupt_workers(pool: futures.ProcessPoolExecutor) -> None:
     """The run was interrupted: no chunk starts any more, and the worker processes (a signal to
     this process alone never reaches them) are sent SIGTERM, which each takes as Ctrl-C
-    (``replay_chunk``); leaving the pool's block then waits for them to have cleaned up."""
+    (``replay_chunk``), then waited for: the run ends once they have cleaned up (their embedded
+    Postgres stopped, their folders removed), and their last lines come before its own. The
+    pool's ``shutdown(wait=False)`` forgets its processes, so leaving its block would not wait;
+    one still running after ``WORKER_STOP_SECONDS`` is killed."""
+    workers = multiprocessing.active_children()
     pool.shutdown(wait=False, cancel_futures=True)
-    for child in multiprocessing.active_children():
-        child.terminate()
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(WORKER_STOP_SECONDS)
+        if worker.is_alive():
+            worker.kill()
+            worker.join()
 
 
 async def evaluate(
