@@ -22,6 +22,11 @@ class StoreUnavailable(MemoryServiceError):
     """A backing service (Postgres, Redis, Qdrant, Ollama) cannot be reached."""
 
 
+class StoreClosed(StoreUnavailable):
+    """A store's client was closed by this process (it is stopping, a task still ran): the
+    service is not down, so it is no outage (``memory.outage.watched``)."""
+
+
 class ModelUnavailable(StoreUnavailable):
     """The language model server cannot be reached."""
 

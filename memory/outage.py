@@ -112,10 +112,13 @@ conditions = Conditions()
 def watched(
     condition: str, what: str, *, answered: tuple[type[Exception], ...] = ()
 ) -> Iterator[None]:
-    """An adapter's boundary: ``errors.StoreUnavailable`` out of it is a failure of ``condition``;
-    a call that returns (or raises one of ``answered``: a refusal, the service is there) ends it."""
+    """An adapter's boundary: ``errors.StoreUnavailable`` out of it is a failure of ``condition``
+    (but ``errors.StoreClosed``: this process closed the client); a call that returns (or raises
+    one of ``answered``: a refusal, the service is there) ends it."""
     try:
         yield
+    except errors.StoreClosed:  # this process closed it: the service was not asked
+        raise
     except errors.StoreUnavailable as exc:
         conditions.failed(condition, exc.__cause__ or exc, what=what)
         raise

@@ -14,15 +14,17 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from memory import logs, models, outage, session
+import asyncpg
+import pytest
+
+from memory import errors, logs, models, outage, session
 from memory import runtime as services_module
+from memory.adapters import postgres
 from tests import retrieval_support as support
 from tests import servers
 from tests.test_faults import chat
 
 if TYPE_CHECKING:
-    import pytest
-
     from tests.conftest import SettingsFactory
     from tests.fakes import ollama as fake_ollama_module
 
@@ -153,3 +155,24 @@ async def test_a_source_over_its_time_budget_is_one_line_when_it_starts_and_one_
                        "carrying on without it, a line follows when it is back"]  # fmt: skip
     assert len(ended) == 1 and ended[0].startswith("memory source recall is back after ")
     assert [r for r in records if r.levelno >= logging.WARNING and r.name != "memory.outage"] == []
+
+
+async def test_a_pool_this_process_closed_is_no_postgres_outage(
+    server_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task still querying when the process closes its stores (a run stopped by a signal) gets
+    ``StoreClosed``, a ``StoreUnavailable`` its callers already handle, but nothing says Postgres
+    is down: the server was never asked."""
+    caplog.set_level(logging.DEBUG)
+    pool = await asyncpg.create_pool(server_dsn, min_size=1, max_size=1)
+    await pool.close()
+    try:
+        with (
+            pytest.raises(errors.StoreClosed, match="pool is closed"),
+            postgres.wrap_errors("a test"),
+        ):
+            await pool.fetchval("SELECT 1")
+        assert not outage.conditions.is_open(outage.POSTGRES)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    finally:
+        outage.conditions.reset()

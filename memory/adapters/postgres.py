@@ -26,6 +26,8 @@ Record = asyncpg.Record
 Connection = asyncpg.Connection
 Pool = asyncpg.Pool
 
+#: what asyncpg's pool raises (``InterfaceError``, no class of its own) once this process closes it
+POOL_CLOSED = frozenset({"pool is closing", "pool is closed"})
 #: driver errors that mean "the server is not there (yet)"
 CONNECT_ERRORS = (OSError, asyncpg.CannotConnectNowError, asyncpg.ConnectionDoesNotExistError)
 
@@ -54,6 +56,8 @@ def _translate(action: str) -> Iterator[None]:
     except CONNECT_ERRORS as exc:
         raise errors.StoreUnavailable(f"Postgres is unavailable ({action}): {exc}") from exc
     except (asyncpg.InterfaceError, asyncpg.InternalClientError) as exc:
+        if str(exc) in POOL_CLOSED:
+            raise errors.StoreClosed(f"Postgres pool closed ({action}): {exc}") from exc
         # InternalClientError: the server went away in the middle of an operation ("cannot switch
         # to state …; another operation is in progress")
         raise errors.StoreUnavailable(f"Postgres connection failed ({action}): {exc}") from exc
