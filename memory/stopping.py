@@ -157,7 +157,11 @@ def _detach_terminal() -> None:
 def as_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP act as SIGINT (Ctrl-C) while the block runs: the command is
     interrupted as it is by Ctrl-C, its stores closed (the admin command). They do so even where
-    SIGINT itself is ignored (started in the background by a shell)."""
+    SIGINT itself is ignored (started in the background by a shell): there SIGINT gets Python's
+    default for the block, so that ``asyncio.run`` inside it takes SIGINT as it does in a
+    terminal, by cancelling its main task. A KeyboardInterrupt raised by the signal handler
+    instead lands wherever the code is, even between two lines of a library's set-up (asyncpg's
+    pool then scheduled work on a pool it had not built: a traceback at exit)."""
     previous: dict[int, Any] = {}
 
     def interrupt(signum: int, frame: Any) -> None:
@@ -167,13 +171,15 @@ def as_interrupt() -> Iterator[None]:
         if callable(on_sigint):  # asyncio.run's (cancels the main task) or Python's own
             on_sigint(signal.SIGINT, frame)
             return
-        # SIGINT ignored (a shell's background job, ``cmd &``): SIGTERM must still stop it
+        # no Python handler for SIGINT (set inside the block): SIGTERM must still stop it
         raise KeyboardInterrupt
 
-    with contextlib.suppress(ValueError):
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to take
         for signum in (signal.SIGTERM, signal.SIGHUP):
             if signal.getsignal(signum) != signal.SIG_IGN:
                 previous[signum] = signal.signal(signum, interrupt)
+        if previous and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
