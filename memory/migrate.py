@@ -141,10 +141,6 @@ async def _main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: the exit code of a run stopped by Ctrl-C, SIGTERM or SIGHUP (as a shell reports SIGINT)
-EXIT_INTERRUPTED = 130
-
-
 def main(argv: list[str] | None = None) -> int:
     """The command line. SIGTERM and SIGHUP stop it as Ctrl-C does (``stopping.as_interrupt``),
     also where SIGINT is ignored (a shell's background job): the migration under way is rolled
@@ -159,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             "interrupted: the migrations applied before are kept; run it again for the rest",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return stopping.EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -153,6 +153,11 @@ def _detach_terminal() -> None:
         os.close(null)
 
 
+#: the exit code of a command stopped by Ctrl-C, or by SIGTERM or SIGHUP under ``as_interrupt``
+#: (as a shell reports SIGINT)
+EXIT_INTERRUPTED = 130
+
+
 @contextlib.contextmanager
 def as_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP act as SIGINT (Ctrl-C) while the block runs: the command is

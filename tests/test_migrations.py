@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from memory import errors, migrate
+from memory import errors, migrate, stopping
 from memory.adapters import postgres
 from tests import cli, conftest, live_bot
 
@@ -124,7 +124,7 @@ async def test_a_signal_stops_the_command_as_ctrl_c_does_and_applies_nothing_hal
                 if process.returncode is None:
                     process.kill()
                     await process.wait()
-            assert process.returncode == migrate.EXIT_INTERRUPTED, err
+            assert process.returncode == stopping.EXIT_INTERRUPTED, err
             assert err == (
                 "interrupted: the migrations applied before are kept; run it again for the rest\n"
             )

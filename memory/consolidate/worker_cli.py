@@ -99,4 +99,4 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         print(f"memory.worker: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return stopping.EXIT_INTERRUPTED

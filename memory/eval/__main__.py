@@ -55,8 +55,7 @@ from memory.eval import (
 )
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
-#: Ctrl-C, SIGTERM or SIGHUP (``stopping.as_interrupt``), as a shell reports SIGINT
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = stopping.EXIT_INTERRUPTED
 COMMANDS = ("quality", "ablations", "bench", "report", "baseline")
 
 

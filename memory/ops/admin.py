@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
             "again)",
             file=sys.stderr,
         )
-        return 130
+        return stopping.EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
