@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory.eval import blocks, harness, markers
+from memory.eval.__main__ import command_line, parser
 from tests.cli import ROOT, run
 
 if TYPE_CHECKING:
@@ -171,3 +172,22 @@ def test_the_document_and_the_readme_hold_what_the_saved_runs_give() -> None:
             f"{path.name} differs from its runs: python -m memory.eval report --from "
             "docs/evaluation/runs/*.json"
         )
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["quality"], "python -m memory.eval quality"),
+        (
+            ["quality", "--sources", "longmemeval", "--longmemeval-half", "report",
+             "--longmemeval-first", "40", "--embedder", "e5", "--no-peers"],
+            "python -m memory.eval quality --sources longmemeval --no-peers --embedder e5 "
+            "--longmemeval-first 40 --longmemeval-half report",
+        ),
+    ],
+)  # fmt: skip
+def test_a_results_file_names_the_options_that_changed_its_run(
+    argv: list[str], expected: str
+) -> None:
+    """The ``meta.command`` of a results file reproduces the run: peers left out included."""
+    assert command_line(parser().parse_args(argv)) == expected

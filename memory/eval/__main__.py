@@ -209,6 +209,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--sources {args.sources}")
     if args.quick:
         parts.append("--quick")
+    if args.command in ("quality", "baseline") and args.no_peers:
+        parts.append("--no-peers")
     options = SHOWN_OPTIONS
     if args.command == "bench" and args.scale:
         parts.append("--scale")
