@@ -11,6 +11,8 @@ bound of what the live floor gives.
     PYTHONPATH=. .venv/bin/python scripts/calibrate_floor.py --source synthetic --embedder e5
     PYTHONPATH=. .venv/bin/python scripts/calibrate_floor.py --source locomo --half dev \\
         --embedder e5
+    PYTHONPATH=. .venv/bin/python scripts/calibrate_floor.py --source longmemeval --half tune \\
+        --first 40 --jobs 2 --embedder e5
 """
 
 from __future__ import annotations
@@ -18,15 +20,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import itertools
 import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval import default_data_dir, embed_cache, harness, regulars, suite
+from memory.eval import (
+    default_data_dir,
+    embed_cache,
+    harness,
+    longmemeval,
+    longmemeval_run,
+    regulars,
+    suite,
+)
 from memory.recall import context, planner, relevance
+from memory.spaces import recency
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memory import models
 
 
@@ -37,32 +51,82 @@ def case_for(args: argparse.Namespace) -> harness.Case:
     if args.source == regulars.CASE:
         return regulars.case()
     if args.source == "locomo":
+        if args.half not in suite.LOCOMO_HALVES:
+            raise SystemExit(f"locomo's halves are {', '.join(suite.LOCOMO_HALVES)}")
         sizes = dataclasses.replace(sizes, **suite.LOCOMO_HALVES[args.half])
     return suite.build_case(args.source, args.data_dir, sizes)
+
+
+#: the settings of a replay: the floor off
+NO_FLOOR = {"memory": {"relevance_floor": False}}
 
 
 async def replay(case: harness.Case, embedder: str) -> list[models.TurnReport]:
     """The case with the floor off, embedding through the evaluation's cache (a later
     ``python -m memory.eval`` run of the same data embeds nothing again)."""
     return await harness.run_full_isolated(
-        case,
-        overrides={"memory": {"relevance_floor": False}},
-        embedder=embedder,
-        embed_cache=embed_cache.DEFAULT_ROOT,
+        case, overrides=NO_FLOOR, embedder=embedder, embed_cache=embed_cache.DEFAULT_ROOT
     )
 
 
-def floored(
-    reports: list[models.TurnReport], floor: relevance.Floor | None, *, slots: bool = True
+def lme_channels(args: argparse.Namespace) -> list[longmemeval.Channel]:
+    """LongMemEval's questions of ``--half`` (``tune`` or ``report``), the first ``--first``."""
+    if args.half not in longmemeval.HALVES:
+        raise SystemExit(f"longmemeval's halves are {', '.join(longmemeval.HALVES)}")
+    return longmemeval.load(args.data_dir, first=args.first, half=args.half)
+
+
+async def lme_replay(
+    channels: list[longmemeval.Channel], embedder: str, jobs: int
 ) -> list[models.TurnReport]:
+    """The questions' turns with the floor off, in the order of ``channels``."""
+    turns, _ = await longmemeval_run.replay_isolated(
+        channels, embedder=embedder, jobs=jobs, embed_cache=embed_cache.DEFAULT_ROOT,
+        overrides=NO_FLOOR,
+    )  # fmt: skip
+    return [turns[c.question_id] for c in channels]
+
+
+def lme_figures(
+    channels: list[longmemeval.Channel], reports: list[models.TurnReport]
+) -> dict[str, Any]:
+    """``python -m memory.eval``'s LongMemEval figures of the questions' floored turns."""
+    rankings = {c.question_id: longmemeval_run.system_ranking(c, r)
+                for c, r in zip(channels, reports, strict=True)}  # fmt: skip
+    texts = {c.question_id: [i.text for i in r.recall]
+             for c, r in zip(channels, reports, strict=True)}  # fmt: skip
+    values = longmemeval_run.score(channels, rankings, config="full", texts=texts).metrics
+    return {
+        "any@5": values["turn_any@5"],
+        "all@5": values["turn_all@5"],
+        "fresh@5": values.get("freshness@5") or 0.0,
+        "P@5": values["precision@5"],
+        "irrelevant": values["irrelevant_share"]["value"],
+        "items/probe": values["items_per_prompt"],
+    }
+
+
+def floored(
+    reports: list[models.TurnReport],
+    floor: relevance.Floor | None,
+    *,
+    slots: bool = True,
+    groups: bool | str = True,
+) -> list[models.TurnReport]:
+    """The reports' recall as ``floor`` leaves it; ``groups`` False: as if no item carried its
+    recency group (the reorder then moves each item on its own); ``"state"``: only the groups of
+    a question about a state (``recency.asks_state``)."""
     out = []
     for report in reports:
         explicit = {s.viewer for s in report.plan.sources if broad(s) and s.viewer}
         uncapped = {s.kind for s in report.plan.sources if s.bot_words}
         asks = relevance.asks_of(report.plan.sources) if slots else None
-        kept, _ = relevance.keep(
-            report.recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks
-        )
+        recall = report.recall
+        if groups == "state" and not any(recency.asks_state(s.query) for s in report.plan.sources):
+            recall = [dataclasses.replace(i, recency_group=None) for i in recall]
+        if not groups:
+            recall = [dataclasses.replace(i, recency_group=None) for i in recall]
+        kept, _ = relevance.keep(recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks)
         out.append(dataclasses.replace(report, recall=kept))
     return out
 
@@ -103,8 +167,17 @@ def _regulars(result: harness.Result) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--source", choices=("synthetic", "locomo", regulars.CASE), default="synthetic")
-    p.add_argument("--half", choices=tuple(suite.LOCOMO_HALVES), default="dev")
+    p.add_argument(
+        "--source",
+        choices=("synthetic", "locomo", regulars.CASE, longmemeval_run.CASE),
+        default="synthetic",
+    )
+    p.add_argument(
+        "--half", choices=(*suite.LOCOMO_HALVES, *longmemeval.HALVES), default="dev",
+        help="locomo: dev or held-out; longmemeval: tune or report",
+    )  # fmt: skip
+    p.add_argument("--first", type=int, help="longmemeval: only the half's first N questions")
+    p.add_argument("--jobs", type=int, default=1, help="longmemeval: processes of the replay")
     p.add_argument("--seed", type=int, default=suite.SEED)
     p.add_argument("--embedder", default="e5")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -124,20 +197,40 @@ def main() -> None:
         default="on",
         help="on,off: a question for a profile slot answered by its statement (relevance.answered)",
     )
+    p.add_argument(
+        "--groups",
+        default="on",
+        help="on,off,state: a group of comparable answers the search ranked newest first moves"
+        " as one (state: only for a question about a state, as the search marks them; a replay"
+        " made before it marked only those)",
+    )
     args = p.parse_args()
-    case = case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)
-    stored = args.cache / f"{args.source}-{args.half}-{args.seed}-{args.embedder}.pickle"
+    score: Callable[[list[models.TurnReport]], dict[str, Any]]
+    if args.source == longmemeval_run.CASE:
+        channels = lme_channels(args)
+        name = f"{args.source}-{args.half}-{args.first or 'all'}-{args.embedder}"
+        run = lme_replay(channels, args.embedder, args.jobs)
+        score = functools.partial(lme_figures, channels)
+        probes = len(channels)
+    else:
+        case = case_for(args)
+        name = f"{args.source}-{args.half}-{args.seed}-{args.embedder}"
+        run = replay(case, args.embedder)
+        score = functools.partial(figures, case)
+        probes = len(case.probes)
+    stored = args.cache / f"{name}.pickle"
     if stored.is_file():
+        run.close()  # never awaited
         reports = pickle.loads(stored.read_bytes())
     else:
-        reports = asyncio.run(replay(case, args.embedder))
+        reports = asyncio.run(run)
         stored.write_bytes(pickle.dumps(reports))
-    print(f"{case.name}, {args.embedder}: {len(reports)} turns, {len(case.probes)} probes")
+    print(f"{args.source}, {args.embedder}: {len(reports)} turns, {probes} probes")
     for slots in args.slots.split(","):
         print(
             f"no floor, slot answers {slots}:",
-            figures(case, floored(reports, None, slots=slots == "on")),
+            score(floored(reports, None, slots=slots == "on")),
         )
     grid = itertools.product(
         [float(x) for x in args.absolute.split(",")],
@@ -147,14 +240,22 @@ def main() -> None:
         args.order.split(","),
         [float(x) for x in args.dense_weight.split(",")],
         args.slots.split(","),
+        args.groups.split(","),
     )
-    for absolute, gap, cap, per_viewer, order, weight, slots in grid:
+    for absolute, gap, cap, per_viewer, order, weight, slots, groups in grid:
         floor = relevance.Floor(
             absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
             order=order, dense_weight=weight,
         )  # fmt: skip
-        shown = figures(case, floored(reports, floor, slots=slots == "on"))
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots}: " + "  ".join(
+        shown = score(
+            floored(
+                reports,
+                floor,
+                slots=slots == "on",
+                groups=groups if groups == "state" else groups == "on",
+            )
+        )
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots} groups {groups}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

@@ -310,3 +310,16 @@ def test_an_episode_covers_the_assistant_turns_of_the_reply_it_shows(
         "Try The Expanse",
         "",
     )
+
+
+async def test_a_replay_runs_with_the_settings_it_is_given(
+    channels: dict[str, longmemeval.Channel],
+) -> None:
+    # scripts/calibrate_floor.py replays with the floor off this way; a budget of no tokens is
+    # seen in every question's report (the CLI test above recalls the same questions' evidence)
+    turns, figures = await longmemeval_run.replay_isolated(
+        list(channels.values()), overrides={"memory": {"token_budget": 0}}
+    )
+    assert set(turns) == set(channels)
+    assert figures["replies_given"] == 9
+    assert all(turn.recall == [] for turn in turns.values())

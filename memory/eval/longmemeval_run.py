@@ -187,11 +187,13 @@ async def replay_isolated(
     embedder: str = harness.DEFAULT_EMBEDDER,
     jobs: int = 1,
     embed_cache: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """``replay`` in fresh temporary data folders (embedded Postgres and Qdrant), removed after:
     one per chunk of at most ``CHUNK`` channels, so no store holds more than their ~1,200 streams;
     ``jobs`` chunks at once, each in a process of its own (the channels share nothing), in a
-    multiple of ``jobs`` chunks so that no process idles while another has two left."""
+    multiple of ``jobs`` chunks so that no process idles while another has two left.
+    ``overrides``: settings changed from the evaluation's (``harness.eval_settings``)."""
     count = -(-len(channels) // CHUNK)
     if jobs > 1:  # as many chunks as keep every process busy to the end
         count = -(-count // jobs) * jobs
@@ -204,7 +206,9 @@ async def replay_isolated(
             try:
                 outcomes = await asyncio.gather(
                     *(
-                        loop.run_in_executor(pool, replay_chunk, chunk, embedder, embed_cache)
+                        loop.run_in_executor(
+                            pool, replay_chunk, chunk, embedder, embed_cache, overrides
+                        )
                         for chunk in chunks
                     )
                 )
@@ -212,7 +216,9 @@ async def replay_isolated(
                 _interrupt_workers(pool)
                 raise
     else:
-        outcomes = [await _replay_folder(chunk, embedder, embed_cache) for chunk in chunks]
+        outcomes = [
+            await _replay_folder(chunk, embedder, embed_cache, overrides) for chunk in chunks
+        ]
     turns: dict[str, models.TurnReport] = {}
     figures: dict[str, Any] = {}
     for found, counted in outcomes:
@@ -223,22 +229,28 @@ async def replay_isolated(
 
 
 async def _replay_folder(
-    channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None
+    channels: Sequence[longmemeval.Channel],
+    embedder: str,
+    embed_cache: Path | None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     with harness.temporary_data_dir("livememory-lme-") as tmp:
-        settings = harness.eval_settings(tmp, embedder=embedder)
+        settings = harness.eval_settings(tmp, embedder=embedder, overrides=overrides)
         return await replay(channels, settings, embed_cache=embed_cache)
 
 
 def replay_chunk(
-    channels: Sequence[longmemeval.Channel], embedder: str, embed_cache: Path | None = None
+    channels: Sequence[longmemeval.Channel],
+    embedder: str,
+    embed_cache: Path | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[dict[str, models.TurnReport], dict[str, Any]]:
     """One chunk replayed in a worker process (``replay_isolated`` with ``jobs`` > 1). SIGTERM
     interrupts it as Ctrl-C does: its temporary folder is removed, its embedded Postgres stopped."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)
     with stopping.as_interrupt():
-        return asyncio.run(_replay_folder(channels, embedder, embed_cache))
+        return asyncio.run(_replay_folder(channels, embedder, embed_cache, overrides))
 
 
 #: how long an interrupted run waits for a worker process to clean up before killing it
