@@ -354,10 +354,6 @@ class RecallItem:
     #: the dense similarity of the memory to the query (``MemoryHit.similarity``); None where
     #: the source does not search (profile, state) or the search did not read vectors
     similarity: float | None = None
-    #: for a question about a state, the search ranked it in a group of comparable answers of its
-    #: viewer, newest first, headed by this memory id (``MemoryHit.recency_group``); the relevance
-    #: floor's reorder keeps the group
-    recency_group: str | None = None
 
     @property
     def said(self) -> str:
@@ -383,7 +379,6 @@ class RecallItem:
             "superseded": self.superseded,
             "reply_at": self.reply_at,
             "similarity": None if self.similarity is None else round(self.similarity, 4),
-            "recency_group": self.recency_group,
         }
 
     @classmethod
@@ -402,7 +397,6 @@ class RecallItem:
             superseded=bool(data.get("superseded", False)),
             reply_at=data.get("reply_at"),
             similarity=data.get("similarity"),
-            recency_group=data.get("recency_group"),
         )
 
 

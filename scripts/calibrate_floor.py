@@ -36,7 +36,6 @@ from memory.eval import (
     suite,
 )
 from memory.recall import context, planner, relevance
-from memory.spaces import recency
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -99,7 +98,7 @@ def lme_figures(
     return {
         "any@5": values["turn_any@5"],
         "all@5": values["turn_all@5"],
-        "fresh@5": values.get("freshness@5") or 0.0,
+        "fresh@5": values.get("freshness@5") or float("nan"),  # nan: no knowledge update
         "P@5": values["precision@5"],
         "irrelevant": values["irrelevant_share"]["value"],
         "items/probe": values["items_per_prompt"],
@@ -107,26 +106,16 @@ def lme_figures(
 
 
 def floored(
-    reports: list[models.TurnReport],
-    floor: relevance.Floor | None,
-    *,
-    slots: bool = True,
-    groups: bool | str = True,
+    reports: list[models.TurnReport], floor: relevance.Floor | None, *, slots: bool = True
 ) -> list[models.TurnReport]:
-    """The reports' recall as ``floor`` leaves it; ``groups`` False: as if no item carried its
-    recency group (the reorder then moves each item on its own); ``"state"``: only the groups of
-    a question about a state (``recency.asks_state``)."""
     out = []
     for report in reports:
         explicit = {s.viewer for s in report.plan.sources if broad(s) and s.viewer}
         uncapped = {s.kind for s in report.plan.sources if s.bot_words}
         asks = relevance.asks_of(report.plan.sources) if slots else None
-        recall = report.recall
-        if groups == "state" and not any(recency.asks_state(s.query) for s in report.plan.sources):
-            recall = [dataclasses.replace(i, recency_group=None) for i in recall]
-        if not groups:
-            recall = [dataclasses.replace(i, recency_group=None) for i in recall]
-        kept, _ = relevance.keep(recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks)
+        kept, _ = relevance.keep(
+            report.recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks
+        )
         out.append(dataclasses.replace(report, recall=kept))
     return out
 
@@ -197,13 +186,6 @@ def main() -> None:
         default="on",
         help="on,off: a question for a profile slot answered by its statement (relevance.answered)",
     )
-    p.add_argument(
-        "--groups",
-        default="on",
-        help="on,off,state: a group of comparable answers the search ranked newest first moves"
-        " as one (state: only for a question about a state, as the search marks them; a replay"
-        " made before it marked only those)",
-    )
     args = p.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     score: Callable[[list[models.TurnReport]], dict[str, Any]]
@@ -240,22 +222,14 @@ def main() -> None:
         args.order.split(","),
         [float(x) for x in args.dense_weight.split(",")],
         args.slots.split(","),
-        args.groups.split(","),
     )
-    for absolute, gap, cap, per_viewer, order, weight, slots, groups in grid:
+    for absolute, gap, cap, per_viewer, order, weight, slots in grid:
         floor = relevance.Floor(
             absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
             order=order, dense_weight=weight,
         )  # fmt: skip
-        shown = score(
-            floored(
-                reports,
-                floor,
-                slots=slots == "on",
-                groups=groups if groups == "state" else groups == "on",
-            )
-        )
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots} groups {groups}: " + "  ".join(
+        shown = score(floored(reports, floor, slots=slots == "on"))
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

@@ -45,9 +45,6 @@ def test_long_statements_about_the_same_subject_newest_first() -> None:
     assert texts(ranked)[:2] == [NEW, OLD]
     # the scores keep that order: context assembly sorts by score
     assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
-    # the group is named by its head (the best-ranked before): context assembly keeps it whole
-    head = hits[0].record.id
-    assert [h.recency_group for h in ranked] == [head, head, None, None]
     # without the same-subject rule the older long statement stays first
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(recency, "SUBJECT_BAND", 2.0)
@@ -192,13 +189,3 @@ def test_known_terms_rank_as_the_tokenized_ones_and_are_what_ranking_reads() -> 
     # read instead of tokenizing: terms that match nothing group nothing, so the old stays first
     nothing = {h.record.id: frozenset[int]() for h in hits}
     assert texts(recency.recent_first(QUESTION, hits, indexed=nothing))[0] == OLD
-
-
-def test_only_a_question_about_a_state_keeps_its_group_for_context_assembly() -> None:
-    hits = [hit("I live in Rome", 1.5, 0), hit("I live in Turin these days", 1.0, 30)]
-    plain = recency.recent_first("where do I live?", hits)
-    assert texts(plain) == ["I live in Turin these days", "I live in Rome"]
-    assert [h.recency_group for h in plain] == [None, None]  # a ranking hint only
-    state = recency.recent_first("where do I live now?", hits)
-    assert texts(state) == texts(plain)
-    assert [h.recency_group for h in state] == [hits[0].record.id] * 2

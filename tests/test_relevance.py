@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from memory import models
@@ -118,29 +117,6 @@ def test_order_blend_fuses_the_search_order_and_the_similarity_order() -> None:
     assert blended(1.0) == ["a", "c", "b"]
     assert blended(3.0) == ["c", "b", "a"]  # the similarity dominates
     assert blended(0.0) == ["a", "b", "c"]
-
-
-def test_a_group_of_comparable_answers_moves_as_one_in_the_search_s_order() -> None:
-    # the search put the newer telling first in its group; by similarity the older is better
-    items = [
-        item("recall", "I read 40 pages so far", 0.80, recency_group="I read 40 pages so far"),
-        item("recall", "I read 25 pages so far", 0.84, recency_group="I read 40 pages so far"),
-        item("recall", "my reading nook has a lamp", 0.82),
-    ]
-    for order in ("similarity", "blend"):
-        floor = relevance.Floor(
-            absolute=0.70, gap=1.0, stream_wide=1, order=order, dense_weight=3.0
-        )
-        kept, _ = relevance.keep(items, floor)
-        assert [i.text for i in kept] == [
-            "I read 40 pages so far",
-            "I read 25 pages so far",
-            "my reading nook has a lamp",
-        ], order
-    # ungrouped, the older telling would lead
-    alone = [dataclasses.replace(i, recency_group=None) for i in items]
-    floor = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, order="similarity")
-    assert relevance.keep(alone, floor)[0][0].text == "I read 25 pages so far"
 
 
 def test_no_floor_keeps_everything() -> None:

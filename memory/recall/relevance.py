@@ -37,11 +37,7 @@ figures in docs/evaluation.md, "Precision"):
   peeve…" for "any pets?") above the answer; the similarity does not. By similarity alone, such a
   distractor ranked above the answer half as often on the regulars corpus, but LoCoMo, whose
   answers often share the question's names and rare words, lost recall; the blend keeps LoCoMo's
-  R@5 and gets most of the regulars' gain. For a question about a state ("how often do I go to
-  yoga?"), a group of comparable answers the search ranked newest first moves as one
-  (``RecallItem.recency_group``): by similarity the older telling often ranks first, and on
-  LongMemEval's ``tune`` half the blend had taken knowledge-update freshness@5 from 0.909 to 0.636
-  (0.818 with the groups kept).
+  R@5 and gets most of the regulars' gain.
 
 The floors are per embedder, since each spreads similarities differently (e5's related texts sit
 at 0.8-0.9, unrelated ones at 0.7-0.8). They are chosen with ``scripts/calibrate_floor.py`` on
@@ -95,7 +91,7 @@ class Floor:
 #: by embedder name, without its ``:dim`` suffix
 FLOORS: dict[str, Floor] = {
     "e5-small-q4-v1": Floor(
-        absolute=0.70, gap=0.04, stream_wide=1, per_viewer=5, order="blend", dense_weight=2.0
+        absolute=0.70, gap=0.04, stream_wide=1, per_viewer=5, order="blend", dense_weight=3.0
     ),
 }
 #: the reciprocal-rank constant of ``Floor.order`` ``blend`` (Qdrant's fusion uses 2 as well)
@@ -222,13 +218,7 @@ def reorder(
     """Each viewer's items (``VIEWER_SOURCES``) reordered by similarity, best first (given a
     ``dense_weight``: by the reciprocal-rank fusion of that order, counted ``dense_weight``
     times, and theirs), in the places that viewer's items held; items without a similarity
-    (channel state) stay put. Sorts are stable: on a tie, the fused order decides.
-
-    A group of comparable answers the search ranked newest first (``RecallItem.recency_group``:
-    "I've had my Fitbit for 6 months", later "… for 9 months") moves as one, at the place of its
-    best member, in the search's order: by similarity alone the older telling often ranks first
-    (LongMemEval's tune half, e5: knowledge-update freshness@5 0.909 in the fused order, 0.636
-    blended, before groups moved as one)."""
+    (channel state) stay put. Sorts are stable: on a tie, the fused order decides."""
     places: dict[str, list[int]] = {}
     for index, item in enumerate(ranked):
         if item.source in VIEWER_SOURCES and item.similarity is not None:
@@ -237,14 +227,12 @@ def reorder(
     for indices in places.values():
         members = [ranked[i] for i in indices]  # fused rank = position here
         order = sorted(range(len(members)), key=lambda k: -(members[k].similarity or 0.0))
-        key = {k: float(rank) for rank, k in enumerate(order)}  # lower first
         if dense_weight is not None:
-            key = {k: -(1 / (BLEND_K + k) + dense_weight / (BLEND_K + key[k])) for k in key}
-        unit = {k: members[k].recency_group or members[k].memory_id for k in key}
-        best: dict[str, tuple[float, int]] = {}
-        for k in range(len(members)):  # a group's place: its best member's; its members in order
-            best[unit[k]] = min(best.get(unit[k], (key[k], k)), (key[k], k))
-        order = sorted(range(len(members)), key=lambda k: (best[unit[k]], k))
+            dense = {k: rank for rank, k in enumerate(order)}
+            order = sorted(
+                range(len(members)),
+                key=lambda k: -(1 / (BLEND_K + k) + dense_weight / (BLEND_K + dense[k])),
+            )
         for index, k in zip(indices, order, strict=True):
             out[index] = members[k]
     return out

@@ -141,7 +141,6 @@ def item(source: str, space: str, viewer: str | None, hit: records.MemoryHit) ->
         superseded=record.superseded_by is not None,
         reply_at=len(record.text) + 1 if reply else None,
         similarity=hit.similarity,
-        recency_group=hit.recency_group,
     )
 
 

@@ -206,7 +206,7 @@ def recent_first(
         else:
             group.append(ranked)
     reordered = [
-        _in_group(ranked.hit, group) if state else ranked.hit
+        ranked.hit
         for group in groups
         for ranked in sorted(group, key=lambda r: -r.hit.record.said_at.timestamp())
     ]
@@ -215,17 +215,6 @@ def recent_first(
         hit if hit.score == score else dataclasses.replace(hit, score=score)
         for hit, score in zip(reordered, scores, strict=True)
     ]
-
-
-def _in_group(hit: records.MemoryHit, group: list[_Ranked]) -> records.MemoryHit:
-    """``hit`` marked with its group's head (``MemoryHit.recency_group``) when it has company:
-    for a question about a state, whose latest statement holds, context assembly keeps the group
-    in this order. Elsewhere the group is a ranking hint only: LoCoMo's development half, e5,
-    lost 0.012 of R@5 when every group was kept (0.665 → 0.653), 0.003 when only a state
-    question's were (docs/evaluation.md, "Precision")."""
-    if len(group) < 2:
-        return hit
-    return dataclasses.replace(hit, recency_group=group[0].hit.record.id)
 
 
 def _group_of(

@@ -102,8 +102,3 @@ class MemoryHit:
     #: the cosine of the query's and the memory's dense vectors, where the search read them: the
     #: absolute relevance that ranks and fused scores do not carry (``recall.relevance``)
     similarity: float | None = None
-    #: for a question about a state that changes (``recency.asks_state``), the id of the memory
-    #: heading the group of comparable answers this hit was ranked in, newest first
-    #: (``spaces.recency``); None: ranked on its own, or another question. Context assembly,
-    #: reordering a viewer's items by similarity, moves such a group as one (``recall.relevance``)
-    recency_group: str | None = None
