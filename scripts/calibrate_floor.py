@@ -90,10 +90,8 @@ def lme_figures(
     channels: list[longmemeval.Channel], reports: list[models.TurnReport]
 ) -> dict[str, Any]:
     """``python -m memory.eval``'s LongMemEval figures of the questions' floored turns."""
-    rankings = {c.question_id: longmemeval_run.system_ranking(c, r)
-                for c, r in zip(channels, reports, strict=True)}  # fmt: skip
-    texts = {c.question_id: [i.text for i in r.recall]
-             for c, r in zip(channels, reports, strict=True)}  # fmt: skip
+    turns = {c.question_id: r for c, r in zip(channels, reports, strict=True)}
+    rankings, texts = longmemeval_run.system_prompts(channels, turns)
     values = longmemeval_run.score(channels, rankings, config="full", texts=texts).metrics
     return {
         "any@5": values["turn_any@5"],
@@ -192,21 +190,20 @@ def main() -> None:
     if args.source == longmemeval_run.CASE:
         channels = lme_channels(args)
         name = f"{args.source}-{args.half}-{args.first or 'all'}-{args.embedder}"
-        run = lme_replay(channels, args.embedder, args.jobs)
+        run = functools.partial(lme_replay, channels, args.embedder, args.jobs)
         score = functools.partial(lme_figures, channels)
         probes = len(channels)
     else:
         case = case_for(args)
         name = f"{args.source}-{args.half}-{args.seed}-{args.embedder}"
-        run = replay(case, args.embedder)
+        run = functools.partial(replay, case, args.embedder)
         score = functools.partial(figures, case)
         probes = len(case.probes)
     stored = args.cache / f"{name}.pickle"
     if stored.is_file():
-        run.close()  # never awaited
         reports = pickle.loads(stored.read_bytes())
     else:
-        reports = asyncio.run(run)
+        reports = asyncio.run(run())
         stored.write_bytes(pickle.dumps(reports))
     print(f"{args.source}, {args.embedder}: {len(reports)} turns, {probes} probes")
     for slots in args.slots.split(","):

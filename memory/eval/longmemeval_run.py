@@ -299,8 +299,7 @@ async def evaluate(
         await asyncio.sleep(0)  # the chunks go to their processes; the peers rank meanwhile
     found, skipped = await peer_rankings(channels, peer_embedder) if with_peers else ({}, {})
     turns, figures = await replaying
-    rankings = {c.question_id: system_ranking(c, turns[c.question_id])
-                for c in channels if c.question_id in turns}  # fmt: skip
+    rankings, texts = system_prompts(channels, turns)
     wrong = misattribution(channels, turns)
     extra = {**figures, "load_seconds": round(loaded, 1), "jobs": options.jobs,
              "wall_seconds": round(time.perf_counter() - started, 1),
@@ -308,7 +307,6 @@ async def evaluate(
              "recall_items_per_turn": metrics.mean(len(t.recall) for t in turns.values()),
              "evidence_kept": evidence_kept(channels)}  # fmt: skip
     details = {qid: {"sources": [i.source for i in turn.recall]} for qid, turn in turns.items()}
-    texts = {qid: [i.text for i in turn.recall] for qid, turn in turns.items()}
     results = [score(channels, rankings, config="full", extra=extra, details=details, texts=texts)]
     for name, ranked in found.items():
         top = {qid: r[: peers.PROMPT_ITEMS] for qid, r in ranked.items()}
@@ -319,6 +317,17 @@ async def evaluate(
 
 
 # -- rankings -----------------------------------------------------------------------------------
+
+
+def system_prompts(
+    channels: Sequence[longmemeval.Channel], turns: Mapping[str, models.TurnReport]
+) -> tuple[dict[str, Ranking], dict[str, list[str]]]:
+    """By question id, of the questions ``turns`` answered: the ranking of its turn's recall
+    items (``system_ranking``) and their texts (what ``score`` reads of a prompt)."""
+    answered = [(c, turns[c.question_id]) for c in channels if c.question_id in turns]
+    rankings = {c.question_id: system_ranking(c, turn) for c, turn in answered}
+    texts = {c.question_id: [i.text for i in turn.recall] for c, turn in answered}
+    return rankings, texts
 
 
 def system_ranking(channel: longmemeval.Channel, turn: models.TurnReport) -> Ranking:
