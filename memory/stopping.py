@@ -18,7 +18,7 @@ with ignored stays ignored: ``nohup python -m bot run`` outlives its terminal, a
 ``handling()`` takes the three signals around an entry point's run (the main thread, before the
 event loop starts); ``watch()`` in the event loop gives the ``asyncio.Event`` the first signal sets
 (a signal that came before is seen at once). ``as_interrupt()`` is the admin command's: SIGTERM and
-SIGHUP act as Ctrl-C does there.
+SIGHUP act as Ctrl-C does there; ``run_interrupted()`` runs a development script's coroutine so.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ import signal
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memory.adapters import pg_embedded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Coroutine, Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +153,8 @@ def _detach_terminal() -> None:
         os.close(null)
 
 
+T = TypeVar("T")
+
 #: the exit code of a command stopped by Ctrl-C, or by SIGTERM or SIGHUP under ``as_interrupt``
 #: (as a shell reports SIGINT)
 EXIT_INTERRUPTED = 130
@@ -190,3 +192,16 @@ def as_interrupt() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def run_interrupted(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` for a development script (``scripts/``) under ``as_interrupt``:
+    SIGINT, SIGTERM or SIGHUP cancel ``main``, so the temporary data folders and embedded
+    Postgres it started are closed as on Ctrl-C (``memory.eval.harness.temporary_data_dir``),
+    and the process exits with ``EXIT_INTERRUPTED`` after one line, without a traceback."""
+    try:
+        with as_interrupt():
+            return asyncio.run(main)
+    except KeyboardInterrupt:
+        print("interrupted: its temporary stores are closed", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None

@@ -25,7 +25,6 @@ its RSS is its own. Measured, in order:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import resource
 import sys
@@ -33,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memory import stopping
 from memory.eval import REPO_ROOT, bench, harness
 
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = asyncio.run(run(args))
+    result = stopping.run_interrupted(run(args))
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:

@@ -13,7 +13,6 @@ rate of the full rebuild is extrapolated to 10,000 viewers x 100 memories (not m
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import shutil
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from config.settings import Settings
+from memory import stopping
 from memory.adapters import qdrant, qdrant_reembed
 from memory.spaces import batching, embedders, records
 
@@ -175,4 +175,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    stopping.run_interrupted(main())

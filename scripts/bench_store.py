@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory import stopping
 from memory.eval import blocks, harness, report, scale
 
 if TYPE_CHECKING:
@@ -136,7 +137,9 @@ def main() -> None:
         "--no-hold", action="store_true", help="do not keep the store's pages mapped"
     )
     args = parser.parse_args()
-    row = asyncio.run(measure(args.viewers, args.memories, args.data_dir, not args.no_hold))
+    row = stopping.run_interrupted(
+        measure(args.viewers, args.memories, args.data_dir, not args.no_hold)
+    )
     row["meta"] = {  # for ``python -m memory.eval report --from`` (the "store" block)
         "command": command_line(sys.argv[1:]),
         "commit": blocks.commit(),

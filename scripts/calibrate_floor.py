@@ -18,14 +18,15 @@ bound of what the live floor gives.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import functools
 import itertools
+import logging
 import pickle
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory import stopping
 from memory.eval import (
     default_data_dir,
     embed_cache,
@@ -169,6 +170,7 @@ def main() -> None:
     p.add_argument("--embedder", default="e5")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
+    p.add_argument("-v", "--verbose", action="store_true", help="log the replay's progress")
     p.add_argument("--absolute", default="0.70,0.75,0.78,0.80,0.82")
     p.add_argument("--gap", default="0.02,0.03,0.04,0.06,0.08,1.0")
     p.add_argument("--stream-wide", default="10", help="caps of a stream-wide source's items")
@@ -185,6 +187,10 @@ def main() -> None:
         help="on,off: a question for a profile slot answered by its statement (relevance.answered)",
     )
     args = p.parse_args()
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     args.cache.mkdir(parents=True, exist_ok=True)
     score: Callable[[list[models.TurnReport]], dict[str, Any]]
     if args.source == longmemeval_run.CASE:
@@ -203,7 +209,7 @@ def main() -> None:
     if stored.is_file():
         reports = pickle.loads(stored.read_bytes())
     else:
-        reports = asyncio.run(run())
+        reports = stopping.run_interrupted(run())
         stored.write_bytes(pickle.dumps(reports))
     print(f"{args.source}, {args.embedder}: {len(reports)} turns, {probes} probes")
     for slots in args.slots.split(","):

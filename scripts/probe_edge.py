@@ -24,6 +24,7 @@ from typing import Any
 
 import qdrant_edge as edge
 
+from memory import stopping
 from memory.adapters import qdrant
 from memory.eval import bench_retrieval, harness
 from memory.spaces import embedders
@@ -105,4 +106,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    stopping.run_interrupted(main())

@@ -11,12 +11,12 @@ checkouts whose files are byte-identical recall the same. Not a test.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
 from pathlib import Path
 from typing import Any
 
+from memory import stopping
 from memory.adapters import qdrant
 from memory.eval import bench_retrieval, harness, scale
 from memory.recall import cache, planner, retrieval
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--viewers", type=int, default=10_000)
     args = parser.parse_args()
-    found = asyncio.run(results(args.data_dir, args.viewers))
+    found = stopping.run_interrupted(results(args.data_dir, args.viewers))
     args.out.write_text(json.dumps(found), encoding="utf-8")
     print(f"{len(found)} batches, {sum(len(b['items']) for b in found)} items → {args.out}")
 

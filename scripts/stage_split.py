@@ -25,13 +25,14 @@ from typing import Any
 
 from bench_store import hold_pages
 
+from memory import stopping
 from memory.adapters import qdrant, qdrant_edge
 from memory.eval import bench_retrieval, harness, scale
 from memory.recall import cache, context, planner, retrieval
 from memory.spaces import embedders
 
 #: seconds and calls of each timed part, since the counters were last read
-SPENT: collections.Counter[str] = collections.Counter()
+SPENT: dict[str, float] = collections.defaultdict(float)
 CALLS: collections.Counter[str] = collections.Counter()
 
 
@@ -113,7 +114,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=4)
     args = parser.parse_args()
     with hold_pages(args.data_dir):
-        asyncio.run(split(args.data_dir, args.viewers, args.passes))
+        stopping.run_interrupted(split(args.data_dir, args.viewers, args.passes))
 
 
 if __name__ == "__main__":

@@ -56,9 +56,13 @@ def runs(tmp: Path) -> Iterator[list[live_bot.LiveBot]]:
 
 
 def _start(runs: list[live_bot.LiveBot], tmp: Path, start: str, *argv: str) -> live_bot.LiveBot:
+    return _command(runs, tmp, start, "-m", "memory.eval", "quality", "-v", *argv)
+
+
+def _command(runs: list[live_bot.LiveBot], tmp: Path, start: str, *argv: str) -> live_bot.LiveBot:
     env = {"TMPDIR": str(tmp)}
     process = subprocess.Popen(
-        [sys.executable, "-c", start, "-m", "memory.eval", "quality", "-v", *argv],
+        [sys.executable, "-c", start, *argv],
         env={**cli.environment(), **env},
         cwd=tmp,
         stdin=subprocess.DEVNULL,
@@ -77,9 +81,11 @@ def _servers(tmp: Path) -> list[int]:
     return [pid for folder in folders if (pid := live_bot.postgres_of(folder)) is not None]
 
 
-def _stopped_cleanly(run: live_bot.LiveBot, tmp: Path) -> None:
+def _stopped_cleanly(
+    run: live_bot.LiveBot, tmp: Path, said: str = "interrupted: no results were written\n"
+) -> None:
     assert run.wait_exit() == 130, "".join(run.log)
-    assert run.log[-1] == "interrupted: no results were written\n"
+    assert run.log[-1] == said
     assert not any("Traceback" in line for line in run.log), "".join(run.log)
     assert _servers(tmp) == [], "an embedded Postgres of the run is left"
     assert list(tmp.glob("livememory-*")) == [], "a temporary folder is left"
@@ -117,3 +123,20 @@ def test_a_signal_stops_the_worker_processes_of_a_run_with_jobs(
     _stopped_cleanly(run, tmp)
     finished = [line for line in run.log if "longmemeval 4/4 replayed" in line]
     assert finished == [], "a worker replayed its whole chunk: the signal did not reach it"
+
+
+@pytest.mark.parametrize("start", ["terminal", "background"])
+def test_a_signal_stops_a_development_script_and_its_embedded_postgres(
+    runs: list[live_bot.LiveBot], tmp: Path, start: str
+) -> None:
+    """A script of ``scripts/`` that replays a case (``calibrate_floor.py``) stops on SIGTERM as
+    the evaluation does (``stopping.run_interrupted``): without it, the signal ended the process
+    and left the replay's embedded Postgres running in a folder nobody removes."""
+    script = REPO_ROOT / "scripts" / "calibrate_floor.py"
+    args = ("-v", "--source", "synthetic", "--embedder", "offline", "--cache", str(tmp / "cache"))
+    run = _command(runs, tmp, STARTS[start], str(script), *args)
+    run.wait_log(lambda line: "embedded Postgres ready" in line, "the embedded Postgres")
+    assert len(_servers(tmp)) == 1
+    run.process.send_signal(signal.SIGTERM)
+    _stopped_cleanly(run, tmp, said="interrupted: its temporary stores are closed\n")
+    assert list((tmp / "cache").iterdir()) == [], "an interrupted replay was kept"
