@@ -196,12 +196,12 @@ def as_interrupt() -> Iterator[None]:
 
 def run_interrupted(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` for a development script (``scripts/``) under ``as_interrupt``:
-    SIGINT, SIGTERM or SIGHUP cancel ``main``, so the temporary data folders and embedded
-    Postgres it started are closed as on Ctrl-C (``memory.eval.harness.temporary_data_dir``),
+    SIGINT, SIGTERM or SIGHUP cancel ``main``, so what it opened closes as on Ctrl-C (a replay's
+    temporary data folder and its embedded Postgres: ``memory.eval.harness.temporary_data_dir``),
     and the process exits with ``EXIT_INTERRUPTED`` after one line, without a traceback."""
     try:
         with as_interrupt():
             return asyncio.run(main)
     except KeyboardInterrupt:
-        print("interrupted: its temporary stores are closed", file=sys.stderr)
+        print("interrupted", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
