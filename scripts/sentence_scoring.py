@@ -1,8 +1,8 @@
 """Score a memory by its best-matching sentence instead of its whole text: LoCoMo, e5, offline.
 
-A published hint for LoCoMo on CPU (docs/evaluation.md, "LoCoMo's ranking") is a late-interaction
-dense score: a turn scores the similarity of its best-matching sentence to the question, beside
-BM25. This script asks what that would give livememory before any store is changed: for every
+A published hint for LoCoMo on CPU (docs/evaluation.md, LoCoMo, "What was tried on its
+ranking") is a late-interaction dense score: a turn scores the similarity of its best-matching
+sentence to the question, beside BM25. This script asks what that would give livememory before any store is changed: for every
 LoCoMo question of a half, it ranks the turns the question's viewer had said in that conversation
 before it (the pool a viewer's personal recall searches), with
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,12 +85,18 @@ async def vectors(embedder: ports.Embedder, texts: Sequence[str], kind: str) -> 
     return found
 
 
+@functools.cache
+def _document(text: str, login: str) -> dict[int, float]:
+    """A turn's BM25 term weights (each turn is in many questions' conversations: encoded once)."""
+    indices, values = qdrant_bm25.encoder(qdrant_bm25.BM25).document(text, login)
+    return dict(zip(indices, values, strict=True))
+
+
 def bm25_scores(question: Question) -> np.ndarray:
-    sparse = qdrant_bm25.encoder(qdrant_bm25.BM25)
-    docs = [dict(zip(*sparse.document(e.text, e.login), strict=True)) for e in question.stream]
+    docs = [_document(e.text, e.login) for e in question.stream]
     df = collections.Counter(i for d in docs for i in d)
-    terms = sparse.query(question.query)[0]
-    mine = [dict(zip(*sparse.document(e.text, e.login), strict=True)) for e in question.pool]
+    terms = qdrant_bm25.encoder(qdrant_bm25.BM25).query(question.query)[0]
+    mine = [_document(e.text, e.login) for e in question.pool]
     return np.array([
         sum(d.get(t, 0.0) * lexical.idf(df[t], len(docs)) for t in terms) for d in mine
     ])  # fmt: skip
