@@ -37,6 +37,7 @@ from memory.eval import (
     suite,
 )
 from memory.recall import context, planner, relevance
+from memory.spaces import recency
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,7 +74,10 @@ def lme_channels(args: argparse.Namespace) -> list[longmemeval.Channel]:
     """LongMemEval's questions of ``--half`` (``tune`` or ``report``), the first ``--first``."""
     if args.half not in longmemeval.HALVES:
         raise SystemExit(f"longmemeval's halves are {', '.join(longmemeval.HALVES)}")
-    return longmemeval.load(args.data_dir, first=args.first, half=args.half)
+    channels = longmemeval.load(args.data_dir, first=args.first, half=args.half)
+    if args.latest_only:
+        channels = [c for c in channels if recency.asks_latest(c.question)]
+    return channels
 
 
 async def lme_replay(
@@ -112,9 +116,11 @@ def floored(
         explicit = {s.viewer for s in report.plan.sources if broad(s) and s.viewer}
         uncapped = {s.kind for s in report.plan.sources if s.bot_words}
         asks = relevance.asks_of(report.plan.sources) if slots else None
+        latest = relevance.latest_of(report.plan.sources)
         kept, _ = relevance.keep(
-            report.recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks
-        )
+            report.recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks,
+            latest=latest,
+        )  # fmt: skip
         out.append(dataclasses.replace(report, recall=kept))
     return out
 
@@ -166,6 +172,10 @@ def main() -> None:
     )  # fmt: skip
     p.add_argument("--first", type=int, help="longmemeval: only the half's first N questions")
     p.add_argument("--jobs", type=int, default=1, help="longmemeval: processes of the replay")
+    p.add_argument(
+        "--latest-only", action="store_true",
+        help="longmemeval: only the questions the latest statement answers (recency.asks_latest)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=suite.SEED)
     p.add_argument("--embedder", default="e5")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -186,6 +196,15 @@ def main() -> None:
         default="on",
         help="on,off: a question for a profile slot answered by its statement (relevance.answered)",
     )
+    p.add_argument(
+        "--latest-first",
+        default="off",
+        help="on,off: a question the latest statement answers gets its viewer's items newest first",
+    )
+    p.add_argument(
+        "--latest-gap", default="none",
+        help="gaps for such a question's viewer (none: --gap)",
+    )  # fmt: skip
     args = p.parse_args()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -195,7 +214,8 @@ def main() -> None:
     score: Callable[[list[models.TurnReport]], dict[str, Any]]
     if args.source == longmemeval_run.CASE:
         channels = lme_channels(args)
-        name = f"{args.source}-{args.half}-{args.first or 'all'}-{args.embedder}"
+        only = "-latest" if args.latest_only else ""
+        name = f"{args.source}-{args.half}-{args.first or 'all'}{only}-{args.embedder}"
         run = functools.partial(lme_replay, channels, args.embedder, args.jobs)
         score = functools.partial(lme_figures, channels)
         probes = len(channels)
@@ -225,14 +245,16 @@ def main() -> None:
         args.order.split(","),
         [float(x) for x in args.dense_weight.split(",")],
         args.slots.split(","),
+        args.latest_first.split(","),
+        [None if x == "none" else float(x) for x in args.latest_gap.split(",")],
     )
-    for absolute, gap, cap, per_viewer, order, weight, slots in grid:
+    for absolute, gap, cap, per_viewer, order, weight, slots, latest, latest_gap in grid:
         floor = relevance.Floor(
             absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
-            order=order, dense_weight=weight,
+            order=order, dense_weight=weight, latest_first=latest == "on", latest_gap=latest_gap,
         )  # fmt: skip
         shown = score(floored(reports, floor, slots=slots == "on"))
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots}: " + "  ".join(
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots} latest first {latest} gap {latest_gap}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from memory import models
 from memory.recall import context, relevance
@@ -220,3 +223,96 @@ def test_a_question_about_the_past_is_answered_by_the_superseded_statement_too()
         "viewer:alice": frozenset({"location"}),
         "source:lore": frozenset({"job"}),
     }
+
+
+def test_a_question_the_latest_statement_answers_gets_the_kept_statements_newest_first() -> None:
+    said = {
+        "I keep my sneakers under the bed": datetime(2023, 5, 25, tzinfo=UTC),
+        "I clean sneakers with a soft brush": datetime(2023, 5, 20, tzinfo=UTC),
+        "sneakers now go on the shoe rack in my closet": datetime(2023, 5, 29, tzinfo=UTC),
+    }
+    items = [
+        item("recall", text, 0.86 - n / 100, said_at=when)
+        for n, (text, when) in enumerate(said.items())
+    ]
+    items.insert(1, item("episodic", "bob: sneakers?", 0.88))
+    # newer, but no telling of what was asked (it shares no word with the question): stays put
+    items.insert(3, item("recall", "I brew my own beer", 0.855,
+                         said_at=datetime(2023, 6, 1, tzinfo=UTC)))  # fmt: skip
+    items.append(item("recall", "my sneakers are white", 0.85, viewer="bob",
+                      said_at=datetime(2023, 1, 1, tzinfo=UTC)))  # fmt: skip
+    items.append(item("recall", "new sneakers!", 0.84, viewer="bob",
+                      said_at=datetime(2024, 1, 1, tzinfo=UTC)))  # fmt: skip
+    latest = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, latest_first=True)
+    question = {"viewer:alice": "where do I currently keep my old sneakers?"}
+    kept, dropped = relevance.keep(items, latest, latest=question)
+    assert [i.text for i in kept] == [
+        "sneakers now go on the shoe rack in my closet",  # alice's, newest first, in her places
+        "bob: sneakers?",
+        "I keep my sneakers under the bed",
+        "I brew my own beer",
+        "I clean sneakers with a soft brush",
+        "my sneakers are white",  # bob was not asked about the present: his order stands
+        "new sneakers!",
+    ]
+    assert dropped == {}
+    # what is kept does not change, only its order; off (or no such question): the floor's order
+    assert relevance.keep(items, latest)[0] == items
+    off = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1)
+    assert relevance.keep(items, off, latest=question)[0] == items
+
+
+@pytest.mark.parametrize(
+    ("question", "more", "latest"),
+    [
+        ("where do I currently keep my old sneakers?", {}, True),
+        ("how many times have I met up with Alex?", {}, True),
+        ("quante volte ho visto Alex finora?", {}, True),
+        ("when did I move to Turin?", {}, False),  # answered by the telling at the time
+        ("what did I buy last week?", {}, False),  # an event
+        ("what do I like?", {}, False),  # no state
+        ("how many cats do I have now?", {"past": True}, False),
+        ("how many cats do I have now?", {"broad": True}, False),
+    ],
+)
+def test_which_questions_the_latest_statement_answers(
+    question: str, more: dict[str, Any], latest: bool
+) -> None:
+    sources = [source("recall", query=question, **more), source("state", query=question)]
+    assert relevance.latest_of(sources) == ({"viewer:alice": question} if latest else {})
+
+
+def test_assembly_puts_the_latest_statement_first_for_a_question_about_now() -> None:
+    older = item("recall", "I keep my sneakers under the bed", 0.86,
+                 said_at=datetime(2023, 5, 25, tzinfo=UTC))  # fmt: skip
+    newer = item("recall", "sneakers now go on the shoe rack in my closet", 0.85,
+                 said_at=datetime(2023, 5, 29, tzinfo=UTC))  # fmt: skip
+    floor = relevance.FLOORS["e5-small-q4-v1"]
+
+    def shown(question: str) -> list[str]:
+        outcomes = [
+            context.SourceOutcome(source=source("recall", query=question), items=(older, newer))
+        ]
+        assembled = context.assemble(outcomes, [], token_budget=800, floor=floor)
+        return [i.text for i in assembled.items]
+
+    assert shown("where do I currently keep my old sneakers?") == [newer.text, older.text]
+    assert shown("where did I keep my old sneakers?") == [older.text, newer.text]
+
+
+def test_a_question_the_latest_statement_answers_has_a_wider_gap() -> None:
+    items = [
+        item("recall", "I keep my sneakers under the bed", 0.86,
+             said_at=datetime(2023, 5, 25, tzinfo=UTC)),
+        item("recall", "compare these sandals? btw my sneakers go on the rack now", 0.80,
+             said_at=datetime(2023, 5, 29, tzinfo=UTC)),
+        item("recall", "my cat likes the rack", 0.77, said_at=datetime(2023, 5, 30, tzinfo=UTC)),
+    ]  # fmt: skip
+    floor = relevance.Floor(
+        absolute=0.70, gap=0.04, stream_wide=1, latest_first=True, latest_gap=0.08
+    )
+    kept, dropped = relevance.keep(items, floor, latest={"viewer:alice": "sneakers now?"})
+    assert [i.text for i in kept] == [items[1].text, items[0].text]  # newest first
+    assert dropped == {"recall:alice": 1}  # 0.09 under the best: out even so
+    kept, dropped = relevance.keep(items, floor)  # another question: the gap of 0.04
+    assert [i.text for i in kept] == [items[0].text] and dropped == {"recall:alice": 2}

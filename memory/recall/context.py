@@ -333,6 +333,7 @@ def assemble(
         open_viewers=open_viewers,
         uncapped={o.source.kind for o in outcomes if o.source.bot_words},
         asks=relevance.asks_of(o.source for o in outcomes) if slot_answers else None,
+        latest=relevance.latest_of(o.source for o in outcomes),
     )
     used = _cost(RULE_LINE) + sum(
         _cost(_title(kind)) + sum(_cost(line) for line in lines) for kind, lines in notices.items()

@@ -24,7 +24,7 @@ e5 puts every fact of a short profile within 0.04 of the best, the answer often 
 (docs/evaluation.md, "Precision", has what it changed). It applies with every embedder: it reads
 the texts, not the vectors.
 
-Within the floor, two rules make the prompt smaller and its order better for a viewer who asked
+Within the floor, three rules make the prompt smaller and its order better for a viewer who asked
 for one thing (e5's values, chosen on the development halves with ``scripts/calibrate_floor.py``;
 figures in docs/evaluation.md, "Precision"):
 
@@ -38,6 +38,15 @@ figures in docs/evaluation.md, "Precision"):
   distractor ranked above the answer half as often on the regulars corpus, but LoCoMo, whose
   answers often share the question's names and rare words, lost recall; the blend keeps LoCoMo's
   R@5 and gets most of the regulars' gain.
+* ``latest_first``: when the latest statement answers the question (``latest_of``: "where do I
+  currently keep my sneakers?", "how many times have I met Alex?"), the items kept of that viewer
+  that share a word with the question are shown newest first instead (the others are no telling
+  of it: "I brew my own beer" for "does he still smoke?"). The blend had undone the search's recency
+  (``memory.spaces.recency``) there: a changed fact's older telling, as similar to the question
+  as the newer one, came first. Applied after the cap, it changes the order, never what is kept;
+  ``latest_gap`` widens the gap for that viewer, since the newest telling is often said in
+  passing ("…can you compare these tripods? By the way, my new 70-200mm lens…") and lies further
+  from the question than the older one.
 
 The floors are per embedder, since each spreads similarities differently (e5's related texts sit
 at 0.8-0.9, unrelated ones at 0.7-0.8). They are chosen with ``scripts/calibrate_floor.py`` on
@@ -53,6 +62,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from memory.recall import asked
+from memory.spaces import lexical, recency
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
@@ -82,6 +92,12 @@ class Floor:
     order: Literal["fused", "similarity", "blend"] = "fused"
     #: in ``blend``, how many times the similarity order counts (the fused order: once)
     dense_weight: float = 1.0
+    #: for a viewer whose question the latest statement answers (``latest_of``), the items
+    #: kept of theirs newest first, in the places they hold (what is kept does not change)
+    latest_first: bool = False
+    #: for such a viewer, the ``gap`` instead (None: ``gap``): a changed fact's newest telling,
+    #: often said in passing about something else, lies further from the question than the rest
+    latest_gap: float | None = None
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
@@ -91,7 +107,14 @@ class Floor:
 #: by embedder name, without its ``:dim`` suffix
 FLOORS: dict[str, Floor] = {
     "e5-small-q4-v1": Floor(
-        absolute=0.70, gap=0.04, stream_wide=1, per_viewer=5, order="blend", dense_weight=3.0
+        absolute=0.70,
+        gap=0.04,
+        stream_wide=1,
+        per_viewer=5,
+        order="blend",
+        dense_weight=3.0,
+        latest_first=True,
+        latest_gap=0.08,
     ),
 }
 #: the reciprocal-rank constant of ``Floor.order`` ``blend`` (Qdrant's fusion uses 2 as well)
@@ -129,12 +152,15 @@ def keep(
     open_viewers: Collection[str] = (),
     uncapped: Collection[str] = (),
     asks: Mapping[str, frozenset[str]] | None = None,
+    latest: Mapping[str, str] | None = None,
 ) -> tuple[list[models.RecallItem], dict[str, int]]:
     """The items worth their tokens, in their order, and how many each source lost to the floor
     (``floor`` None: only what a slot answer leaves out). ``open_viewers``: logins the floor does
     not apply to; ``uncapped``: source kinds whose items ``Floor.stream_wide`` does not cap (the
     episodes of a question about what the bot said); ``asks``: by ``group``, the profile slots
-    its question asks for (``asks_of``)."""
+    its question asks for (``asks_of``); ``latest``: the groups whose question the latest
+    statement answers (``latest_of``)."""
+    latest = latest or {}
     ranked, dropped, leading = answered(items, asks or {})
     if floor is None:
         return ranked, dropped
@@ -150,7 +176,7 @@ def keep(
             best[key] = max(best.get(key, item.similarity), item.similarity)
     shown: dict[str, int] = {}
     for item in ranked:
-        if _worth(item, floor, best, open_viewers) and not _capped(
+        if _worth(item, floor, best, open_viewers, latest) and not _capped(
             item, floor, shown, open_viewers, uncapped
         ):
             key = _cap_key(item)
@@ -159,7 +185,52 @@ def keep(
         else:
             key = source_key(item)
             dropped[key] = dropped.get(key, 0) + 1
+    if floor.latest_first and latest:
+        kept = newest_first(kept, latest)
     return kept, dropped
+
+
+def latest_of(sources: Iterable[models.PlannedSource]) -> dict[str, str]:
+    """By ``group``, the question the latest statement answers ("where do I currently keep my
+    sneakers?", "how many times have I met Alex?": ``recency.asks_latest``); not a question
+    about the past ("where did I live before?") nor an open one about the viewer."""
+    return {
+        _group_of(source.kind, source.viewer): source.query
+        for source in sources
+        if source.kind in _STATEMENTS
+        and source.viewer
+        and not (source.past or source.broad)
+        and recency.asks_latest(source.query)
+    }
+
+
+def newest_first(
+    items: list[models.RecallItem], questions: Mapping[str, str]
+) -> list[models.RecallItem]:
+    """The statements of each group of ``questions`` (``_STATEMENTS`` with a ``said_at``) that
+    share a word with its question (``lexical.ENCODER``'s terms: "sneakers", "smoke") newest
+    first, in the places they hold; every other item stays put. A statement that shares none is
+    not a telling of what was asked ("I brew my own beer" for "does he still smoke?"). A stable
+    sort: same time, same order."""
+    terms = {key: set(lexical.ENCODER.query(text)[0]) for key, text in questions.items()}
+    places: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        key = group(item)
+        if (
+            item.source in _STATEMENTS
+            and item.said_at is not None
+            and key in terms
+            and terms[key].intersection(lexical.ENCODER.query(item.said)[0])
+        ):
+            places.setdefault(key, []).append(index)
+    out = list(items)
+    for indices in places.values():
+        members = sorted(
+            (items[i] for i in indices), key=lambda m: -m.said_at.timestamp() if m.said_at else 0
+        )
+        for index, member in zip(indices, members, strict=True):
+            out[index] = member
+    return out
 
 
 def asks_of(sources: Iterable[models.PlannedSource]) -> dict[str, frozenset[str]]:
@@ -263,10 +334,15 @@ def _worth(
     floor: Floor,
     best: dict[str, float],
     open_viewers: Collection[str],
+    latest: Mapping[str, str],
 ) -> bool:
     if item.source == "state" or (item.viewer is not None and item.viewer in open_viewers):
         return True
     if item.similarity is None:  # a profile fact no hit repeats; a search without vectors
         return item.source != "profile"
-    top = best.get(group(item), item.similarity)
-    return item.similarity >= floor.absolute and item.similarity >= top - floor.gap
+    key = group(item)
+    top = best.get(key, item.similarity)
+    gap = floor.gap
+    if floor.latest_gap is not None and key in latest:
+        gap = floor.latest_gap
+    return item.similarity >= floor.absolute and item.similarity >= top - gap

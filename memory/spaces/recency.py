@@ -164,6 +164,13 @@ def asks_when(query: str) -> bool:
     return _WHEN.search(query) is not None
 
 
+def asks_latest(query: str) -> bool:
+    """A question the latest statement answers: about a state (``asks_state``), neither about
+    when something happened (``asks_when``) nor about a past event (``asks_event``)."""
+    state = asks_state(query)
+    return state and not asks_when(query) and not asks_event(query, state=state)
+
+
 def recent_first(
     query: str,
     hits: Sequence[records.MemoryHit],
