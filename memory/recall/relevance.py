@@ -93,7 +93,8 @@ class Floor:
     #: in ``blend``, how many times the similarity order counts (the fused order: once)
     dense_weight: float = 1.0
     #: for a viewer whose question the latest statement answers (``latest_of``), the items
-    #: kept of theirs newest first, in the places they hold (what is kept does not change)
+    #: kept of theirs that share a word with it newest first, in the places they hold
+    #: (``newest_first``; what is kept does not change)
     latest_first: bool = False
     #: for such a viewer, the ``gap`` instead (None: ``gap``): a changed fact's newest telling,
     #: often said in passing about something else, lies further from the question than the rest
@@ -158,7 +159,7 @@ def keep(
     (``floor`` None: only what a slot answer leaves out). ``open_viewers``: logins the floor does
     not apply to; ``uncapped``: source kinds whose items ``Floor.stream_wide`` does not cap (the
     episodes of a question about what the bot said); ``asks``: by ``group``, the profile slots
-    its question asks for (``asks_of``); ``latest``: the groups whose question the latest
+    its question asks for (``asks_of``); ``latest``: by ``group``, the question the latest
     statement answers (``latest_of``)."""
     latest = latest or {}
     ranked, dropped, leading = answered(items, asks or {})
