@@ -65,7 +65,7 @@ from memory.recall import asked
 from memory.spaces import lexical, recency
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Mapping
+    from collections.abc import Callable, Collection, Iterable, Mapping
 
     from memory import models
 
@@ -214,24 +214,19 @@ def newest_first(
     not a telling of what was asked ("I brew my own beer" for "does he still smoke?"). A stable
     sort: same time, same order."""
     terms = {key: set(lexical.ENCODER.query(text)[0]) for key, text in questions.items()}
-    places: dict[str, list[int]] = {}
-    for index, item in enumerate(items):
-        key = group(item)
-        if (
+
+    def telling(item: models.RecallItem) -> bool:
+        return (
             item.source in _STATEMENTS
             and item.said_at is not None
-            and key in terms
-            and terms[key].intersection(lexical.ENCODER.query(item.said)[0])
-        ):
-            places.setdefault(key, []).append(index)
-    out = list(items)
-    for indices in places.values():
-        members = sorted(
-            (items[i] for i in indices), key=lambda m: -m.said_at.timestamp() if m.said_at else 0
+            and group(item) in terms
+            and bool(terms[group(item)].intersection(lexical.ENCODER.query(item.said)[0]))
         )
-        for index, member in zip(indices, members, strict=True):
-            out[index] = member
-    return out
+
+    def newest(members: list[models.RecallItem]) -> list[models.RecallItem]:
+        return sorted(members, key=lambda m: -m.said_at.timestamp() if m.said_at else 0.0)
+
+    return _in_places(items, telling, newest)
 
 
 def asks_of(sources: Iterable[models.PlannedSource]) -> dict[str, frozenset[str]]:
@@ -291,13 +286,9 @@ def reorder(
     ``dense_weight``: by the reciprocal-rank fusion of that order, counted ``dense_weight``
     times, and theirs), in the places that viewer's items held; items without a similarity
     (channel state) stay put. Sorts are stable: on a tie, the fused order decides."""
-    places: dict[str, list[int]] = {}
-    for index, item in enumerate(ranked):
-        if item.source in VIEWER_SOURCES and item.similarity is not None:
-            places.setdefault(group(item), []).append(index)
-    out = list(ranked)
-    for indices in places.values():
-        members = [ranked[i] for i in indices]  # fused rank = position here
+
+    def by_similarity(members: list[models.RecallItem]) -> list[models.RecallItem]:
+        # fused rank = position in ``members``
         order = sorted(range(len(members)), key=lambda k: -(members[k].similarity or 0.0))
         if dense_weight is not None:
             dense = {k: rank for rank, k in enumerate(order)}
@@ -305,8 +296,31 @@ def reorder(
                 range(len(members)),
                 key=lambda k: -(1 / (BLEND_K + k) + dense_weight / (BLEND_K + dense[k])),
             )
-        for index, k in zip(indices, order, strict=True):
-            out[index] = members[k]
+        return [members[k] for k in order]
+
+    return _in_places(
+        ranked,
+        lambda item: item.source in VIEWER_SOURCES and item.similarity is not None,
+        by_similarity,
+    )
+
+
+def _in_places(
+    items: list[models.RecallItem],
+    moves: Callable[[models.RecallItem], bool],
+    arrange: Callable[[list[models.RecallItem]], list[models.RecallItem]],
+) -> list[models.RecallItem]:
+    """The items of each ``group`` that ``moves`` rearranged by ``arrange`` in the places they
+    hold (the order across groups is unchanged); every other item stays put."""
+    places: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        if moves(item):
+            places.setdefault(group(item), []).append(index)
+    out = list(items)
+    for indices in places.values():
+        arranged = arrange([items[i] for i in indices])
+        for index, member in zip(indices, arranged, strict=True):
+            out[index] = member
     return out
 
 
