@@ -60,15 +60,20 @@ class Question:
     stream: list[models.ChatEvent]
 
 
-def questions(case: harness.Case) -> list[Question]:
-    """Each probe with an evidence turn and a viewer it is about: the viewer's earlier turns."""
+def questions(case: harness.Case, *, one_stream: bool = True) -> list[Question]:
+    """Each probe with an evidence turn and a viewer it is about: the viewer's earlier turns
+    (``one_stream``: those of the question's stream, a LoCoMo conversation; else the channel's)."""
     at = {e.id: i for i, e in enumerate(case.events)}
     out = []
     for probe in case.probes:
         if not probe.evidence_ids or probe.target_id is None or probe.message_id not in at:
             continue
         asked = case.events[at[probe.message_id]]
-        before = [e for e in case.events[: at[probe.message_id]] if e.stream == asked.stream]
+        before = [
+            e
+            for e in case.events[: at[probe.message_id]]
+            if e.stream == asked.stream or not one_stream
+        ]
         pool = [e for e in before if e.user_id == probe.target_id]
         if pool:
             out.append(Question(probe, _MENTION.sub("", asked.text), pool, before))
