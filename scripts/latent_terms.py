@@ -13,7 +13,8 @@ regulars: in the whole channel) by
 - ``dense``: e5's similarity (what the store keeps today), ``latent``: the latent terms' dot
   product, alone;
 - ``search``: dense fused with BM25 as the search fuses them (reciprocal rank, ``lexical.fuse``,
-  the BM25 ranking ``lexical.SPARSE_COPIES`` times; BM25 as ``sentence_scoring.bm25_scores``);
+  the BM25 ranking ``lexical.SPARSE_COPIES`` times; BM25 as ``sentence_scoring.bm25_scores``, a
+  turn indexed with the terms of the question it answers as the store indexes it);
 - ``dense+latent``, ``search+latent`` (the latent ranking once more in the fusion), and
   ``search+latent, bm25 × 2``.
 

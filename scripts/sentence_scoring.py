@@ -12,7 +12,8 @@ before it (the pool a viewer's personal recall searches), with
 
 each alone (``dense``) and fused with BM25 as the search fuses them (``hybrid``: reciprocal rank,
 ``lexical.RRF_K``, the sparse ranking ``lexical.SPARSE_COPIES`` times, Qdrant's Bm25 scheme with
-the IDF of the conversation's turns). It scores recall@5 / @10 of the evidence turns as
+the IDF of the conversation's turns, a turn indexed with the terms of the question it answers as
+the store indexes it). It scores recall@5 / @10 of the evidence turns as
 ``python -m memory.eval`` does. Not the bot's figures: no recency, profile, episodes or floor.
 Vectors go through the evaluation's embedding cache, so a second run embeds nothing.
 
@@ -91,17 +92,34 @@ async def vectors(embedder: ports.Embedder, texts: Sequence[str], kind: str) -> 
 
 
 @functools.cache
-def _document(text: str, login: str) -> dict[int, float]:
-    """A turn's BM25 term weights (each turn is in many questions' conversations: encoded once)."""
-    indices, values = qdrant_bm25.encoder(qdrant_bm25.BM25).document(text, login)
+def _document(text: str, login: str, asked: str | None) -> dict[int, float]:
+    """A turn's BM25 term weights, with the terms of the question it answers as the store indexes
+    them (each turn is in many questions' conversations: encoded once)."""
+    encoder = qdrant_bm25.encoder(qdrant_bm25.BM25)
+    context = encoder.context_terms(asked) if asked else ()
+    indices, values = encoder.document(text, login, context)
     return dict(zip(indices, values, strict=True))
 
 
+def answering(stream: Sequence[models.ChatEvent]) -> dict[str, str]:
+    """Message id → the message before it in its stream when another viewer wrote that one: the
+    question it may answer, as consolidation reads it (``context_terms`` keeps only questions)."""
+    last: dict[str, models.ChatEvent] = {}
+    out = {}
+    for event in stream:
+        before = last.get(event.stream)
+        if before is not None and before.user_id != event.user_id:
+            out[event.id] = before.text
+        last[event.stream] = event
+    return out
+
+
 def bm25_scores(question: Question) -> np.ndarray:
-    docs = [_document(e.text, e.login) for e in question.stream]
+    asked = answering(question.stream)
+    docs = [_document(e.text, e.login, asked.get(e.id)) for e in question.stream]
     df = collections.Counter(i for d in docs for i in d)
     terms = qdrant_bm25.encoder(qdrant_bm25.BM25).query(question.query)[0]
-    mine = [_document(e.text, e.login) for e in question.pool]
+    mine = [_document(e.text, e.login, asked.get(e.id)) for e in question.pool]
     return np.array([
         sum(d.get(t, 0.0) * lexical.idf(df[t], len(docs)) for t in terms) for d in mine
     ])  # fmt: skip

