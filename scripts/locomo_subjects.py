@@ -7,7 +7,9 @@ been married?": the data's nickname). This script replays a half once with the r
 off, through ``scripts/calibrate_floor.py``'s replay and its ``--cache`` (a replay of the same half
 and embedder there is reused here, and the other way round), then scores each group with the
 floor off and with the embedder's shipped floor (``relevance.floor_for``): probes, recall@5, the
-recall of the whole prompt (every memory item the token budget held), items a probe.
+recall of the whole prompt (every memory item the token budget held), items a probe; and, with the
+shipped floor, the share of the items that cover no evidence beside the least it could be with as
+many items (were every evidence turn among them).
 
     PYTHONPATH=. .venv/bin/python scripts/locomo_subjects.py --half dev --embedder e5
 """
@@ -29,6 +31,8 @@ from memory.recall import relevance
 from scripts import calibrate_floor
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from memory import models
 
 GROUPS = ("one speaker named", "both named", "neither named")
@@ -75,6 +79,21 @@ def rows(
     return out
 
 
+def irrelevant(
+    probes: Sequence[harness.Probe], rankings: Mapping[str, Sequence[frozenset[str]]]
+) -> tuple[float, float]:
+    """The share of the probes' memory items (``rankings``, by probe) that cover none of their
+    evidence, and the least it could be with as many items a probe: every evidence turn among
+    them, one an item."""
+    items = covering = most = 0
+    for probe in probes:
+        ranking = rankings.get(probe.message_id, [])
+        items += len(ranking)
+        covering += sum(1 for ids in ranking if ids & set(probe.evidence_ids))
+        most += min(len(ranking), len(probe.evidence_ids))
+    return 1 - covering / max(items, 1), 1 - most / max(items, 1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
@@ -102,6 +121,9 @@ def main() -> None:
     if floor is not None:
         shipped = calibrate_floor.floored(reports, floor)
         print("\n".join(rows(case, shipped, grouped, "shipped")))
+        rankings = harness.score(case, shipped, config="full").rankings
+        share, least = irrelevant(case.probes, rankings)
+        print(f"shipped floor: irrelevant share {share:.3f}; at least {least:.3f} with these items")
 
 
 if __name__ == "__main__":

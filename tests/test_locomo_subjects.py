@@ -1,0 +1,29 @@
+"""``scripts/locomo_subjects.py``: the least irrelevant share a prompt's item count allows."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.eval import harness
+from scripts import locomo_subjects
+
+
+def probe(message_id: str, *evidence: str) -> harness.Probe:
+    return harness.Probe(
+        message_id=message_id, asker_id="u0", target_id="u1", evidence_ids=evidence, kind="4"
+    )
+
+
+def test_the_least_irrelevant_share_counts_one_item_an_evidence_turn() -> None:
+    probes = [probe("q1", "e1"), probe("q2", "e2", "e3")]
+    rankings = {
+        # five items, one covers e1: four irrelevant, and at least four would be
+        "q1": [frozenset({"x"}), frozenset({"e1"}), *[frozenset({"y"})] * 3],
+        # two items, none covers e2 or e3: both irrelevant; both could have covered one
+        "q2": [frozenset({"x"}), frozenset({"z"})],
+    }
+    share, least = locomo_subjects.irrelevant(probes, rankings)
+    assert share == pytest.approx(6 / 7)
+    assert least == pytest.approx(4 / 7)
+    # a probe the run did not reach counts no item
+    assert locomo_subjects.irrelevant([*probes, probe("q3", "e4")], rankings) == (share, least)
