@@ -103,6 +103,8 @@ def main() -> None:
     p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
     args = p.parse_args()
     args.source = "locomo"
+    if not (args.data_dir / locomo.RELATIVE_PATH).is_file():
+        p.error(f"LoCoMo is not in {args.data_dir / locomo.RELATIVE_PATH}: give --data-dir")
     case = calibrate_floor.case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)
     # calibrate_floor.py's name for the same replay

@@ -1,11 +1,18 @@
-"""``scripts/locomo_subjects.py``: the least irrelevant share a prompt's item count allows."""
+"""``scripts/locomo_subjects.py``: the least irrelevant share a prompt's item count allows; no
+data, one line."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from memory.eval import harness
+from memory.eval import harness, locomo
 from scripts import locomo_subjects
+from tests.cli import ROOT, run
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def probe(message_id: str, *evidence: str) -> harness.Probe:
@@ -27,3 +34,9 @@ def test_the_least_irrelevant_share_counts_one_item_an_evidence_turn() -> None:
     assert least == pytest.approx(4 / 7)
     # a probe the run did not reach counts no item
     assert locomo_subjects.irrelevant([*probes, probe("q3", "e4")], rankings) == (share, least)
+
+
+def test_without_the_data_it_says_where_it_looked(tmp_path: Path) -> None:
+    out = run("scripts.locomo_subjects", "--data-dir", str(tmp_path), env={}, cwd=ROOT)
+    assert out.code == 2 and str(tmp_path / locomo.RELATIVE_PATH) in out.err
+    assert "Traceback" not in out.err
