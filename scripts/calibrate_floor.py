@@ -31,6 +31,7 @@ from memory.eval import (
     default_data_dir,
     embed_cache,
     harness,
+    locomo,
     longmemeval,
     longmemeval_run,
     regulars,
@@ -206,6 +207,9 @@ def main() -> None:
         help="gaps for such a question's viewer (none: --gap)",
     )  # fmt: skip
     args = p.parse_args()
+    needs = {"locomo": locomo.RELATIVE_PATH, longmemeval_run.CASE: longmemeval.RELATIVE_PATH}
+    if args.source in needs and not (args.data_dir / needs[args.source]).is_file():
+        p.error(f"{args.source} is not in {args.data_dir / needs[args.source]}: give --data-dir")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -1,5 +1,5 @@
-"""``scripts/locomo_subjects.py``: the least irrelevant share a prompt's item count allows; no
-data, one line."""
+"""``scripts/locomo_subjects.py``: the least irrelevant share a prompt's item count allows; it and
+``scripts/calibrate_floor.py`` without their data: one line."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory.eval import harness, locomo
+from memory.eval import harness, locomo, longmemeval
 from scripts import locomo_subjects
 from tests.cli import ROOT, run
 
@@ -36,7 +36,18 @@ def test_the_least_irrelevant_share_counts_one_item_an_evidence_turn() -> None:
     assert locomo_subjects.irrelevant([*probes, probe("q3", "e4")], rankings) == (share, least)
 
 
-def test_without_the_data_it_says_where_it_looked(tmp_path: Path) -> None:
-    out = run("scripts.locomo_subjects", "--data-dir", str(tmp_path), env={}, cwd=ROOT)
-    assert out.code == 2 and str(tmp_path / locomo.RELATIVE_PATH) in out.err
+@pytest.mark.parametrize(
+    ("script", "options", "missing"),
+    [
+        ("scripts.locomo_subjects", [], locomo.RELATIVE_PATH),
+        ("scripts.calibrate_floor", ["--source", "locomo"], locomo.RELATIVE_PATH),
+        ("scripts.calibrate_floor", ["--source", "longmemeval", "--half", "tune"],
+         longmemeval.RELATIVE_PATH),
+    ],
+)  # fmt: skip
+def test_without_the_data_a_replay_says_where_it_looked(
+    tmp_path: Path, script: str, options: list[str], missing: str
+) -> None:
+    out = run(script, *options, "--data-dir", str(tmp_path), env={}, cwd=ROOT)
+    assert out.code == 2 and str(tmp_path / missing) in out.err
     assert "Traceback" not in out.err
