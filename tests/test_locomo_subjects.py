@@ -1,5 +1,5 @@
 """``scripts/locomo_subjects.py``: the least irrelevant share a prompt's item count allows; it and
-``scripts/calibrate_floor.py`` without their data: one line."""
+the other scripts that replay or read LoCoMo without their data: one line."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def test_the_least_irrelevant_share_counts_one_item_an_evidence_turn() -> None:
     ("script", "options", "missing"),
     [
         ("scripts.locomo_subjects", [], locomo.RELATIVE_PATH),
+        ("scripts.sentence_scoring", [], locomo.RELATIVE_PATH),
+        ("scripts.latent_terms", [], locomo.RELATIVE_PATH),
         ("scripts.calibrate_floor", ["--source", "locomo"], locomo.RELATIVE_PATH),
         ("scripts.calibrate_floor", ["--source", "longmemeval", "--half", "tune"],
          longmemeval.RELATIVE_PATH),
