@@ -63,12 +63,12 @@ def case_for(args: argparse.Namespace) -> harness.Case:
 DATA_FILES = {"locomo": locomo.RELATIVE_PATH, longmemeval_run.CASE: longmemeval.RELATIVE_PATH}
 
 
-def missing_data(args: argparse.Namespace) -> str | None:
-    """What to tell when ``--source``'s data file is not in ``--data-dir`` (None: it is)."""
-    wanted = DATA_FILES.get(args.source)
-    if wanted is None or (args.data_dir / wanted).is_file():
+def missing_data(source: str, data_dir: Path) -> str | None:
+    """What to tell when ``source``'s data file is not in ``data_dir`` (None: it is)."""
+    wanted = DATA_FILES.get(source)
+    if wanted is None or (data_dir / wanted).is_file():
         return None
-    return f"{args.source} is not in {args.data_dir / wanted}: give --data-dir"
+    return f"{source} is not in {data_dir / wanted}: give --data-dir"
 
 
 #: the settings of a replay: the floor off
@@ -219,7 +219,7 @@ def main() -> None:
         help="gaps for such a question's viewer (none: --gap)",
     )  # fmt: skip
     args = p.parse_args()
-    if missing := missing_data(args):
+    if missing := missing_data(args.source, args.data_dir):
         p.error(missing)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

@@ -146,8 +146,7 @@ async def main() -> None:
     p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = p.parse_args()
-    args.source = "locomo"
-    if missing := calibrate_floor.missing_data(args):
+    if missing := calibrate_floor.missing_data("locomo", args.data_dir):
         p.error(missing)
     every = pools(args)
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)

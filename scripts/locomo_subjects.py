@@ -103,7 +103,7 @@ def main() -> None:
     p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
     args = p.parse_args()
     args.source = "locomo"
-    if missing := calibrate_floor.missing_data(args):
+    if missing := calibrate_floor.missing_data(args.source, args.data_dir):
         p.error(missing)
     case = calibrate_floor.case_for(args)
     args.cache.mkdir(parents=True, exist_ok=True)

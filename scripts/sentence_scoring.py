@@ -140,8 +140,7 @@ async def main() -> None:
     p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = p.parse_args()
-    args.source = "locomo"
-    if missing := calibrate_floor.missing_data(args):
+    if missing := calibrate_floor.missing_data("locomo", args.data_dir):
         p.error(missing)
     sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
     asked = questions(suite.build_case("locomo", args.data_dir, sizes))
