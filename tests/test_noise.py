@@ -37,6 +37,8 @@ KEPT = [
     "ricordati che sono vegetariano",
     "turned 25 yesterday",
     "just turned 30!",
+    "gioco a calcetto il martedì con i colleghi",
+    "vado al lavoro in bici",
 ]
 
 DROPPED = [
@@ -107,6 +109,9 @@ DROPPED = [
     ("tell me a joke", noise.NOT_SELF),
     ("Marco lavora a Milano", noise.NOT_SELF),
     ("che bello questo stream", noise.QUESTION),
+    # "gioco"/"lavoro" after an article or a preposition are nouns, not "I play"/"I work"
+    ("in quel gioco sei solo carne da cannone", noise.NOT_SELF),
+    ("bel lavoro, chat", noise.NOT_SELF),
 ]
 
 

@@ -31,6 +31,8 @@ DROPPED = [
     ("nice shot", "what game is this?", noise.NOT_SELF),  # the question was not put to them
     ("the music is fire", "@Mnemo what do you remember about me?", noise.NOT_SELF),  # nor this
     ("that jump was clean", None, noise.NOT_SELF),
+    # a clause that only calls the streamer: the praise is theirs, wherever the call stands
+    ("good job on that clutch, streamer", None, noise.NOT_SELF),
 ]
 
 

@@ -153,6 +153,15 @@ _FIRST_PERSON_IT = re.compile(
     r"|guido|colleziono|insegno|possiedo|ascolto|leggo|cucino|disegno|programmo|sviluppo"
     r"|devo|sto|vado|torno)\b"
 )
+#: Italian first-person verbs that are also nouns ("lavoro", "gioco"): after an article, a
+#: demonstrative, a preposition or "bel"/"buon" they are the noun ("in quel gioco sei solo carne da
+#: cannone", "bel lavoro"), not the speaker's verb ("gioco a calcetto", "lavoro come sviluppatore")
+_IT_NOUN_USE = re.compile(
+    r"(?:\b(?:il|lo|un|uno|del|dello|nel|nello|al|allo|dal|dallo|col|sul|sullo|quel|quello"
+    r"|questo|ogni|tuo|suo|nostro|vostro|loro|di|a|in|per|con|da|su|tra|fra|bel|buon|gran"
+    r"|nuovo)\s+|\b(?:l|quest)')"
+    r"(?:lavoro|studio|gioco|odio|tifo|suono|disegno|sviluppo|ascolto)\b"
+)
 _EPHEMERAL = re.compile(
     r"\bi'?m (?:so |very |really |just |literally )?(?:hungry|thirsty|tired|sleepy|bored|back|here"
     r"|lurking|eating|dead|dying|crying|screaming|late|done|leaving|off|going to (?:bed|sleep)"
@@ -190,6 +199,8 @@ _STREAM_WORDS = re.compile(
     r"\b(?:chat|stream|streamer|streaming|raid|raiding|viewers?|clip|lag|lagging|emotes?|subs?"
     r"|live|vod|boss|speedrun|jump|shot|giocata|diretta|partita)\b"
 )
+#: a clause that is only a call to the streamer or the chat (EN + IT)
+_STREAM_VOCATIVE = re.compile(r"^(?:streamer|streamers|chat|mods?|raga|ragazzi)$")
 #: second-person words: the previous message asked the author something ("what's your favourite
 #: pizza?"), or a clause is about the one addressed
 _ASKS_YOU = re.compile(r"\b(?:you|your|yours|u|ur|ya|tu|tuo|tua|tuoi|tue|ti|hai|sei|te)\b")
@@ -282,7 +293,9 @@ def _is_reaction_word(word: str) -> bool:
 
 def _first_person(folded: str) -> bool:
     plain = _INTERJECTIONS.sub(" ", folded)
-    return bool(_FIRST_PERSON_EN.search(plain) or _FIRST_PERSON_IT.search(plain))
+    return bool(
+        _FIRST_PERSON_EN.search(plain) or _FIRST_PERSON_IT.search(_IT_NOUN_USE.sub(" ", plain))
+    )
 
 
 def _bot_name_pattern(bot_names: Collection[str]) -> re.Pattern[str] | None:
@@ -355,7 +368,7 @@ def classify(text: str, *, bot_names: Collection[str] = (), previous: str | None
     if reason := _whole_message_reason(cleaned):
         return Verdict(keep=False, reason=reason)
     first: str | None = None
-    content, addressed = 0, False
+    content, addressed, called = 0, False, False
     clauses = [c for c in _CLAUSE_SPLIT.split(cleaned) if c.strip(" .,!?;")]
     for clause_number, clause in enumerate(clauses):
         reason = _clause_reason(clause, addressee, first=first is None)
@@ -366,8 +379,11 @@ def classify(text: str, *, bot_names: Collection[str] = (), previous: str | None
             words = _content_words(clause)
             # opening by speaking to someone ("You'd be a great counselor! …"): about them
             addressed = addressed or (words < 0 and clause_number == 0)
+            # a clause that only calls the streamer or the chat speaks to them, wherever it
+            # stands ("good job on that clutch, streamer"): the message is about them
+            called = called or bool(_STREAM_VOCATIVE.match(_fold(clause).strip(" .,!?;:")))
             content += max(words, 0)
-    if first == NOT_SELF and not addressed:
+    if first == NOT_SELF and not addressed and not called:
         asked = previous if previous and _addressee(previous, bot_pattern) is None else None
         return _without_first_person(text, content, asked)
     return Verdict(keep=False, reason=first or NOT_SELF)
