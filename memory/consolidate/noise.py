@@ -17,7 +17,11 @@ by ``python -m memory.eval`` (``evidence kept`` on LoCoMo, ``noise stored`` on t
 
 A message addressed to the bot (its name, ``@name`` or bare, from ``bot_names``) or to someone else
 (a leading ``@mention``) whose clause is about the addressee ("@Mnemo you are my favourite bot",
-"Mnemo sei il migliore") is not a self-statement, even with a first-person word in it.
+"Mnemo sei il migliore") is not a self-statement, even with a first-person word in it; nor is one
+with a clause that only calls the streamer or the chat ("good job on that clutch, streamer").
+Italian drops the pronoun, so first-person verbs mark the speaker; those that are also nouns
+("gioco", "lavoro", "studio") count only where no article or preposition makes them the noun
+("in quel gioco sei solo carne da cannone").
 
 ``classify(text)`` returns a ``Verdict`` so evaluations can report why a message was dropped.
 """
