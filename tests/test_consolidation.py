@@ -200,6 +200,31 @@ async def test_the_episode_holds_the_public_turn_and_the_reply(
     assert identity.LORE_KEY not in await spaces.spaces()
 
 
+async def test_a_turn_of_reactions_alone_is_no_episode_unless_the_bot_answered_it(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    reactions = [msg("m1", "bob", "KEKW"), msg("m2", "alice", "ahahah", second=1)]
+    unanswered = await journal_turn(db, reactions, reply=None)
+    answered = await journal_turn(db, [msg("m3", "bob", "LUL", second=2)], reply="@bob lol")
+    with_a_line = await journal_turn(
+        db,
+        [msg("m4", "bob", "gg", second=3), msg("m5", "carla", "that boss took ages", second=4)],
+        reply=None,
+    )
+    sub = msg("m6", "carla", "", second=5, kind=models.EventKind.EVENT, event="sub")
+    subscribed = await journal_turn(db, [sub], reply=None)
+    results = [
+        await consolidator.consolidate(turn)
+        for turn in (unanswered, answered, with_a_line, subscribed)
+    ]
+
+    assert [r.episodic for r in results] == [0, 1, 1, 1]
+    episodes = {e.text for e in await spaces.list(identity.episodic_key("s1"))}
+    assert episodes == {"bob: LUL", "bob: gg\ncarla: that boss took ages", "carla [sub]:"}
+
+
 async def test_bots_commands_events_and_the_bot_itself_never_reach_personal_memory(
     db: postgres.Database,
     spaces: fake_spaces.InMemorySpaces,

@@ -162,3 +162,22 @@ def test_a_message_to_the_bot_about_the_bot_is_no_self_statement(
     verdict = noise.classify(text, bot_names=("Mnemo", "@mnemo"))
     assert verdict == noise.Verdict(keep=with_names == noise.KEEP, reason=with_names), text
     assert noise.classify(text).reason == without, text
+
+
+@pytest.mark.parametrize(
+    ("text", "reaction"),
+    [
+        ("KEKW", True),
+        ("ahahahah", True),
+        ("@bob lol", True),
+        ("LUL LUL LUL", True),
+        ("", True),
+        ("gg chat", False),
+        ("that boss took ages", False),
+        ("I live in Rome", False),
+    ],
+)
+def test_a_reaction_is_a_line_that_says_nothing_but_laughter_emotes_or_gg(
+    text: str, reaction: bool
+) -> None:
+    assert noise.is_reaction(text) is reaction

@@ -5,7 +5,9 @@ viewer's own chat messages that pass the noise filter (``memory.consolidate.nois
 other viewers' messages, known bot accounts, commands or platform events — and the viewer's profile is
 updated from them. The stream's episodic space (``identity.episodic_key(stream)``) receives one
 document per turn: the public messages (``login: text``), participants, timestamps and the bot's reply
-(``extra["reply"]``). Consolidation never writes the lore space.
+(``extra["reply"]``); a turn of reactions alone ("KEKW", "ahah"), unanswered, is no episode: it
+holds nothing to find, and e5 rates a line that short near to every question. Consolidation never
+writes the lore space.
 
 Skipped: paused streams (nothing written), forgotten turns, forgotten memories, a forgotten viewer's
 messages up to the time they were forgotten, redacted messages, and the viewers the turn's ingestion
@@ -145,6 +147,11 @@ class _Message:
 
 def _event(row: postgres.Record) -> _Message:
     return _Message(event=transcript.event_from_row(row), redacted=bool(row["redacted"]))
+
+
+def _reaction(event: models.ChatEvent) -> bool:
+    """A chat line that is only a reaction ("KEKW", "ahah"); a platform event never is."""
+    return event.kind is not models.EventKind.EVENT and noise.is_reaction(event.text)
 
 
 def bot_logins(settings: Settings) -> frozenset[str]:
@@ -425,7 +432,7 @@ class Consolidator:
             for e in events
             if not e.is_command and not e.text.lstrip().startswith("!") and not self.is_bot(e)
         ]
-        if not shown:
+        if not shown or (reply is None and all(_reaction(e) for e in shown)):
             return None
         return documents.episode_record(turn_id, stream, shown, reply=reply, reply_ts=reply_ts)
 

@@ -59,6 +59,8 @@ STREAM_TALK = "stream_talk"
 #: why a message without a first-person clause is kept all the same
 ANSWER = "answer"
 DESCRIPTIVE = "descriptive_statement"
+#: the reasons of a message that is only a reaction (``is_reaction``)
+_REACTION_REASONS = frozenset({EMOTE_SPAM, SHORT_REACTION})
 #: a statement without a first-person word is kept when it has at least this many content words
 MIN_CONTENT_WORDS = 3
 #: … or this many when it answers a question put to its author ("Pepperoni of course!")
@@ -273,6 +275,13 @@ def _whole_message_reason(text: str) -> str | None:
     if len(tokens) >= 4 and len(folded_tokens) == 1:
         return EMOTE_SPAM
     return _reaction_reason(text)
+
+
+def is_reaction(text: str) -> bool:
+    """Whether ``text`` is only a reaction: laughter, an emote, "gg", "KEKW", "ahah" (it says
+    nothing a search could want; e5 rates such a short line near to every question)."""
+    cleaned = _MENTION.sub(" ", text).strip()
+    return not cleaned or _whole_message_reason(cleaned) in _REACTION_REASONS
 
 
 def _reaction_reason(text: str) -> str | None:
