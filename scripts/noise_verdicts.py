@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 #: verdict rows: message id, text, reason with the line before, reason alone
 Row = tuple[str, str, str, str]
-_KEPT = {noise.KEEP, noise.ANSWER, noise.DESCRIPTIVE}
 
 
 def sources(data_dir: Path) -> Iterator[tuple[str, Sequence[models.ChatEvent]]]:
@@ -42,9 +41,9 @@ def sources(data_dir: Path) -> Iterator[tuple[str, Sequence[models.ChatEvent]]]:
 def verdicts(events: Iterable[models.ChatEvent]) -> list[Row]:
     rows: list[Row] = []
     before: models.ChatEvent | None = None
+    names = (harness.BOT_NAME,)
     for event in events:
         previous = before.text if before and before.user_id != event.user_id else None
-        names = (harness.BOT_NAME,)
         with_previous = noise.classify(event.text, bot_names=names, previous=previous)
         alone = noise.classify(event.text, bot_names=names)
         rows.append((event.id, event.text, with_previous.reason, alone.reason))
@@ -65,7 +64,7 @@ def compare(old: dict[str, list[Row]], new: dict[str, list[Row]], shown: int) ->
 
 
 def _kept(row: Sequence[str]) -> tuple[bool, bool]:
-    return row[2] in _KEPT, row[3] in _KEPT
+    return row[2] in noise.KEPT_REASONS, row[3] in noise.KEPT_REASONS
 
 
 def main() -> None:

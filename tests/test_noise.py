@@ -181,3 +181,12 @@ def test_a_reaction_is_a_line_that_says_nothing_but_laughter_emotes_or_gg(
     text: str, reaction: bool
 ) -> None:
     assert noise.is_reaction(text) is reaction
+
+
+def test_the_kept_reasons_are_those_of_kept_verdicts() -> None:
+    kept = {noise.classify(text).reason for text in KEPT} | {
+        noise.classify("Pepperoni of course!", previous="What's your favourite pizza?").reason,
+        noise.classify("They're tough kids, both of them, and they love the beach.").reason,
+    }
+    assert kept == noise.KEPT_REASONS
+    assert not {noise.classify(text).reason for text, _ in DROPPED} & noise.KEPT_REASONS

@@ -59,6 +59,8 @@ STREAM_TALK = "stream_talk"
 #: why a message without a first-person clause is kept all the same
 ANSWER = "answer"
 DESCRIPTIVE = "descriptive_statement"
+#: the reasons of a kept message (``Verdict.keep``)
+KEPT_REASONS = frozenset({KEEP, ANSWER, DESCRIPTIVE})
 #: the reasons of a message that is only a reaction (``is_reaction``)
 _REACTION_REASONS = frozenset({EMOTE_SPAM, SHORT_REACTION})
 #: a statement without a first-person word is kept when it has at least this many content words
