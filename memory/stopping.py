@@ -168,18 +168,31 @@ def as_interrupt() -> Iterator[None]:
     default for the block, so that ``asyncio.run`` inside it takes SIGINT as it does in a
     terminal, by cancelling its main task. A KeyboardInterrupt raised by the signal handler
     instead lands wherever the code is, even between two lines of a library's set-up (asyncpg's
-    pool then scheduled work on a pool it had not built: a traceback at exit)."""
+    pool then scheduled work on a pool it had not built: a traceback at exit).
+
+    In a running event loop, asyncio.run's handler is called by the loop, not where the signal
+    lands: called there, it cancelled the main task between two lines of asyncio's own code that
+    hands a thread's result to the task (``loop.run_in_executor``), which then set the result of a
+    cancelled future: "InvalidStateError" and a traceback at exit. A second signal interrupts at
+    once, as asyncio.run's handler does (the loop may be busy); Ctrl-C itself still goes to
+    asyncio.run's handler where it lands."""
     previous: dict[int, Any] = {}
+    received: list[int] = []
 
     def interrupt(signum: int, frame: Any) -> None:
         if signum == signal.SIGHUP:
             _detach_terminal()
+        received.append(signum)
         on_sigint = signal.getsignal(signal.SIGINT)
-        if callable(on_sigint):  # asyncio.run's (cancels the main task) or Python's own
+        # a second signal, or no Python handler for SIGINT (set inside the block): at once
+        if len(received) > 1 or not callable(on_sigint):
+            raise KeyboardInterrupt
+        try:  # asyncio.run's handler (cancels the main task) or Python's own
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs: nothing to cut in two
             on_sigint(signal.SIGINT, frame)
-            return
-        # no Python handler for SIGINT (set inside the block): SIGTERM must still stop it
-        raise KeyboardInterrupt
+        else:
+            loop.call_soon_threadsafe(on_sigint, signal.SIGINT, frame)
 
     with contextlib.suppress(ValueError):  # not the main thread: nothing to take
         for signum in (signal.SIGTERM, signal.SIGHUP):
