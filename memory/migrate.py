@@ -8,7 +8,6 @@ is unset); the bot and the workers also run it at start-up.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
 import re
@@ -142,14 +141,13 @@ async def _main(argv: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line. SIGTERM and SIGHUP stop it as Ctrl-C does (``stopping.as_interrupt``),
+    """The command line. SIGTERM and SIGHUP stop it as Ctrl-C does (``stopping.run``),
     also where SIGINT is ignored (a shell's background job): the migration under way is rolled
     back (each is one transaction), the lock released, and an embedded Postgres it started
     stopped; the ones applied before are kept."""
     pg_embedded.EXITING = "this migration"
     try:
-        with stopping.as_interrupt():
-            return asyncio.run(_main(argv))
+        return stopping.run(_main(argv))
     except KeyboardInterrupt:
         print(
             "interrupted: the migrations applied before are kept; run it again for the rest",

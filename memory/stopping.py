@@ -17,8 +17,9 @@ with ignored stays ignored: ``nohup python -m bot run`` outlives its terminal, a
 
 ``handling()`` takes the three signals around an entry point's run (the main thread, before the
 event loop starts); ``watch()`` in the event loop gives the ``asyncio.Event`` the first signal sets
-(a signal that came before is seen at once). ``as_interrupt()`` is the admin command's: SIGTERM and
-SIGHUP act as Ctrl-C does there; ``run_interrupted()`` runs a development script's coroutine so.
+(a signal that came before is seen at once). ``run()`` is a command's ``asyncio.run``: there each
+of the three interrupts the command as Ctrl-C does; ``run_interrupted()`` runs a development
+script's coroutine so.
 """
 
 from __future__ import annotations
@@ -155,66 +156,61 @@ def _detach_terminal() -> None:
 
 T = TypeVar("T")
 
-#: the exit code of a command stopped by Ctrl-C, or by SIGTERM or SIGHUP under ``as_interrupt``
-#: (as a shell reports SIGINT)
+#: the exit code of a command that a signal interrupted under ``run`` (as a shell reports SIGINT)
 EXIT_INTERRUPTED = 130
 
 
-@contextlib.contextmanager
-def as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP act as SIGINT (Ctrl-C) while the block runs: the command is
-    interrupted as it is by Ctrl-C, its stores closed (the admin command). They do so even where
-    SIGINT itself is ignored (started in the background by a shell): there SIGINT gets Python's
-    default for the block, so that ``asyncio.run`` inside it takes SIGINT as it does in a
-    terminal, by cancelling its main task. A KeyboardInterrupt raised by the signal handler
-    instead lands wherever the code is, even between two lines of a library's set-up (asyncpg's
-    pool then scheduled work on a pool it had not built: a traceback at exit).
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` for a command (the admin command, a migration, an evaluation):
+    SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel ``main``, so what it opened closes as it does on
+    an error (its stores; an evaluation's temporary data folders and their embedded Postgres:
+    ``memory.eval.harness.temporary_data_dir``), then ``KeyboardInterrupt`` is raised: the
+    command says so in one line and exits with ``EXIT_INTERRUPTED``. A second signal raises
+    ``KeyboardInterrupt`` at once, wherever the code is (a busy loop does not wait for a cancel).
 
-    In a running event loop, asyncio.run's handler is called by the loop, not where the signal
-    lands: called there, it cancelled the main task between two lines of asyncio's own code that
-    hands a thread's result to the task (``loop.run_in_executor``), which then set the result of a
-    cancelled future: "InvalidStateError" and a traceback at exit. A second signal interrupts at
-    once, as asyncio.run's handler does (the loop may be busy); Ctrl-C itself still goes to
-    asyncio.run's handler where it lands."""
-    previous: dict[int, Any] = {}
+    The event loop makes the cancel (``call_soon_threadsafe``), not the signal handler: Python
+    calls a handler between two lines of whatever runs, and asyncio.run's own SIGINT handler
+    cancelled the main task there, once between the two lines of asyncio that hand a thread's
+    result to the awaiting future (``loop.run_in_executor``), which then logged
+    "InvalidStateError" with a traceback. A signal ignored when the process started stays
+    ignored (SIGINT in a shell's background job, ``cmd &``: SIGTERM still interrupts it)."""
     received: list[int] = []
+    task: asyncio.Task[T] | None = None
 
-    def interrupt(signum: int, frame: Any) -> None:
+    async def tracked() -> T:
+        nonlocal task
+        task = asyncio.current_task()
+        return await main
+
+    def interrupt(signum: int, _frame: object) -> None:
         if signum == signal.SIGHUP:
             _detach_terminal()
         received.append(signum)
-        on_sigint = signal.getsignal(signal.SIGINT)
-        # a second signal, or no Python handler for SIGINT (set inside the block): at once
-        if len(received) > 1 or not callable(on_sigint):
+        if len(received) > 1 or task is None or task.done():
             raise KeyboardInterrupt
-        try:  # asyncio.run's handler (cancels the main task) or Python's own
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop runs: nothing to cut in two
-            on_sigint(signal.SIGINT, frame)
-        else:
-            loop.call_soon_threadsafe(on_sigint, signal.SIGINT, frame)
+        task.get_loop().call_soon_threadsafe(task.cancel)
 
-    with contextlib.suppress(ValueError):  # not the main thread: nothing to take
-        for signum in (signal.SIGTERM, signal.SIGHUP):
+    previous: dict[int, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: asyncio.run's own handling
+        for signum in SIGNALS:
             if signal.getsignal(signum) != signal.SIG_IGN:
                 previous[signum] = signal.signal(signum, interrupt)
-        if previous and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-            previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        yield
+        return asyncio.run(tracked())
+    except asyncio.CancelledError:
+        if received:
+            raise KeyboardInterrupt from None
+        raise
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
 
 
 def run_interrupted(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` for a development script (``scripts/``) under ``as_interrupt``:
-    SIGINT, SIGTERM or SIGHUP cancel ``main``, so what it opened closes as on Ctrl-C (a replay's
-    temporary data folder and its embedded Postgres: ``memory.eval.harness.temporary_data_dir``),
-    and the process exits with ``EXIT_INTERRUPTED`` after one line, without a traceback."""
+    """``run(main)`` for a development script (``scripts/``): interrupted, it exits with
+    ``EXIT_INTERRUPTED`` after one line, without a traceback."""
     try:
-        with as_interrupt():
-            return asyncio.run(main)
+        return run(main)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None

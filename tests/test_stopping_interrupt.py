@@ -1,21 +1,28 @@
-"""``stopping.as_interrupt``: SIGTERM and SIGHUP interrupt ``asyncio.run`` as Ctrl-C does, and
-never cancel the main task where the signal lands inside the event loop's own code.
+"""``stopping.run``: a command's ``asyncio.run``, which SIGINT, SIGTERM and SIGHUP interrupt as
+Ctrl-C does, never cancelling the main task where the signal lands.
 
-The handlers are called as Python calls a signal handler: between two lines of whatever the main
-thread runs. A handler that cancelled the main task there once did so between the two lines of
-asyncio that hand a thread's result to the awaiting task, and asyncio then logged
-"InvalidStateError" with a traceback at exit (``tests/test_eval_stopping.py`` saw it from outside,
-once in many runs); these tests see the order from inside, every time.
+The handlers are called as Python calls a signal handler: at once, between two lines of whatever
+the main thread runs. A handler that cancelled the main task there once did so between the two
+lines of asyncio that hand a thread's result to the awaiting task, and asyncio then logged
+"InvalidStateError" with a traceback (``tests/test_eval_stopping.py`` saw it from outside, once in
+many runs); these tests see the order from inside, every time. SIGHUP is left to the tests that
+run a command in a process of its own: its handler sends a terminal's output to ``/dev/null``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memory import stopping
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM]
 
 
 def _deliver(signum: signal.Signals) -> None:
@@ -25,7 +32,19 @@ def _deliver(signum: signal.Signals) -> None:
     handler(signum, None)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.fixture
+def handlers() -> Iterator[None]:
+    """The handlers of the signals as a test found them, checked back after ``run``."""
+    before = {s: signal.getsignal(s) for s in stopping.SIGNALS}
+    yield
+    after = {s: signal.getsignal(s) for s in stopping.SIGNALS}
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    assert after == before, "run left a handler of its own"
+
+
+@pytest.mark.usefixtures("handlers")
+@pytest.mark.parametrize("signum", SIGNALS)
 def test_a_signal_cancels_the_main_task_from_the_loop_not_where_it_lands(
     signum: signal.Signals,
 ) -> None:
@@ -42,11 +61,28 @@ def test_a_signal_cancels_the_main_task_from_the_loop_not_where_it_lands(
             seen.append("cancelled at the next await")
             raise
 
-    with stopping.as_interrupt(), pytest.raises(KeyboardInterrupt):
-        asyncio.run(main())
+    with pytest.raises(KeyboardInterrupt):
+        stopping.run(main())
     assert seen == ["cancelling where it landed: 0", "cancelled at the next await"]
 
 
+@pytest.mark.usefixtures("handlers")
+def test_what_main_opened_closes_before_the_interrupt() -> None:
+    closed = asyncio.Event()
+
+    async def main() -> None:
+        try:
+            _deliver(signal.SIGTERM)
+            await asyncio.Event().wait()  # a command waiting on its work
+        finally:
+            closed.set()
+
+    with pytest.raises(KeyboardInterrupt):
+        stopping.run(main())
+    assert closed.is_set()
+
+
+@pytest.mark.usefixtures("handlers")
 def test_a_second_signal_interrupts_at_once() -> None:
     """The loop may be busy (a long call in its thread): the second signal does not wait for it."""
     reached: list[str] = []
@@ -55,14 +91,25 @@ def test_a_second_signal_interrupts_at_once() -> None:
         _deliver(signal.SIGTERM)
         reached.append("after the first")
         with pytest.raises(KeyboardInterrupt):
-            _deliver(signal.SIGHUP)
+            _deliver(signal.SIGINT)
         reached.append("the second raised where it landed")
+        await asyncio.sleep(0)  # the first's cancel, made by the loop meanwhile
+        reached.append("not cancelled")
 
-    with stopping.as_interrupt(), pytest.raises(KeyboardInterrupt):
-        asyncio.run(main())
+    with pytest.raises(KeyboardInterrupt):
+        stopping.run(main())
     assert reached == ["after the first", "the second raised where it landed"]
 
 
-def test_outside_a_running_loop_a_signal_interrupts_at_once() -> None:
-    with stopping.as_interrupt(), pytest.raises(KeyboardInterrupt):
-        _deliver(signal.SIGTERM)
+@pytest.mark.usefixtures("handlers")
+def test_a_run_with_no_signal_returns_its_result_and_a_signal_ignored_stays_so() -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a shell's background job
+
+    async def main() -> object:
+        return signal.getsignal(signal.SIGINT), callable(signal.getsignal(signal.SIGTERM))
+
+    try:
+        assert stopping.run(main()) == (signal.SIG_IGN, True)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -91,8 +91,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     pg_embedded.EXITING = "this worker"
     try:
         if args.check:
-            with stopping.as_interrupt():
-                return asyncio.run(_check(settings, args.name or f"{socket.gethostname()}-"))
+            return stopping.run(_check(settings, args.name or f"{socket.gethostname()}-"))
         with stopping.handling():
             return asyncio.run(_serve(args, settings))
     except errors.MemoryServiceError as exc:

@@ -29,7 +29,6 @@ Postgres stopped; no results are written).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -475,8 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     data_dir = (args.data_dir or default_data_dir()).resolve()
     try:
-        with stopping.as_interrupt():
-            return asyncio.run(_main(args, data_dir))
+        return stopping.run(_main(args, data_dir))
     except errors.MemoryServiceError as exc:
         print(f"error: the evaluation could not run: {exc}", file=sys.stderr)
         return EXIT_ERROR

