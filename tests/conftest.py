@@ -22,7 +22,7 @@ import pytest
 
 from config import settings as settings_module
 from memory import migrate
-from memory.adapters import postgres
+from memory.adapters import pg_embedded, postgres
 from tests.fakes import ollama as fake_ollama_module
 
 if TYPE_CHECKING:
@@ -49,12 +49,16 @@ def with_database(dsn: str, name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def server_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
+def server_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A DSN of a Postgres server the tests may create databases on."""
     dsn = os.environ.get("DATABASE_URL")
     if dsn:
-        return dsn
-    return postgres.start_embedded(tmp_path_factory.mktemp("embedded-pg"))
+        yield dsn
+        return
+    folder = tmp_path_factory.mktemp("embedded-pg")
+    yield pg_embedded.start_embedded(folder)
+    # stopped here, not at exit: the exit hook's log line would find pytest's output closed
+    pg_embedded.stop_embedded(folder)
 
 
 async def _create_template(server: str, name: str) -> None:
