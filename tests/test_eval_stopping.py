@@ -1,10 +1,10 @@
 """An evaluation stopped by a signal leaves nothing running and nothing behind.
 
-``python -m memory.eval`` runs the system on embedded stores in temporary data folders. Killed
-halfway — ``kill`` (SIGTERM), its terminal closed (SIGHUP), or started as a shell's background job
-(``cmd &``: SIGINT ignored, so SIGTERM cannot be passed on as Ctrl-C) — it stops as Ctrl-C stops
-it: exit code 130, one line saying so, no traceback, its temporary folders removed and their
-embedded Postgres stopped. With ``--jobs`` the worker processes, which a signal to the command
+``python -m memory.eval`` runs the system on embedded stores in temporary data folders. Stopped
+halfway — Ctrl-C (SIGINT), ``kill`` (SIGTERM), its terminal closed (SIGHUP), ``kill`` when started
+as a shell's background job (``cmd &``: SIGINT ignored) — it stops as Ctrl-C stops it: exit code
+130, one line saying so, no traceback, its temporary folders removed and their embedded Postgres
+stopped. With ``--jobs`` the worker processes, which a signal to the command
 alone never reaches, clean up the same way.
 
 The runs are real subprocesses with ``TMPDIR`` a folder of the test's own (a short path: the
@@ -94,7 +94,12 @@ def _stopped_cleanly(
 
 @pytest.mark.parametrize(
     ("start", "signum"),
-    [("terminal", signal.SIGTERM), ("background", signal.SIGTERM), ("terminal", signal.SIGHUP)],
+    [
+        ("terminal", signal.SIGINT),
+        ("terminal", signal.SIGTERM),
+        ("background", signal.SIGTERM),
+        ("terminal", signal.SIGHUP),
+    ],
 )
 def test_a_signal_stops_a_run_and_its_embedded_postgres(
     runs: list[live_bot.LiveBot], tmp: Path, start: str, signum: signal.Signals
