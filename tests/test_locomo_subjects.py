@@ -41,6 +41,7 @@ def test_the_least_irrelevant_share_counts_one_item_an_evidence_turn() -> None:
     [
         ("scripts.locomo_subjects", [], locomo.RELATIVE_PATH),
         ("scripts.sentence_scoring", [], locomo.RELATIVE_PATH),
+        ("scripts.query_wording", [], locomo.RELATIVE_PATH),
         ("scripts.latent_terms", [], locomo.RELATIVE_PATH),
         ("scripts.calibrate_floor", ["--source", "locomo"], locomo.RELATIVE_PATH),
         ("scripts.calibrate_floor", ["--source", "longmemeval", "--half", "tune"],

