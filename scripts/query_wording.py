@@ -7,7 +7,8 @@ would rank the evidence higher, on the pools of ``scripts/sentence_scoring.py`` 
 question's viewer had said in that conversation before it; the questions that name one speaker):
 
 - ``planner``: what the planner searches with (above);
-- ``asked``: the question as asked, the name in it;
+- ``asked``: the question as asked, the name in it; ``asked, normalized``: lowercased and without
+  punctuation, the name in it; ``asked, without the name``: as asked, the name (and its "'s") out;
 - ``you`` / ``they``: the name replaced by a pronoun ("what did you research?"), the memories
   being their speaker's own first-person words;
 - ``planner, as passage``: the planner's words embedded as a ``passage: `` (e5's symmetric use);
@@ -40,6 +41,8 @@ from scripts import sentence_scoring
 KINDS = {
     "planner": ("query", "passage"),
     "asked": ("query", "passage"),
+    "asked, normalized": ("query", "passage"),
+    "asked, without the name": ("query", "passage"),
     "you": ("query", "passage"),
     "they": ("query", "passage"),
     "planner, as passage": ("passage", "passage"),
@@ -50,7 +53,14 @@ KINDS = {
 def wordings(question: str, name: str) -> dict[str, str]:
     """The query of each wording of ``question`` about the viewer called ``name``."""
     planner = " ".join(w for w in context.normalize(question).split() if w != name.casefold())
-    out = {"planner": planner, "asked": question}
+    out = {
+        "planner": planner,
+        "asked": question,
+        "asked, normalized": " ".join(context.normalize(question).split()),
+        "asked, without the name": " ".join(
+            re.sub(rf"\b{re.escape(name)}('s)?\b", "", question, flags=re.IGNORECASE).split()
+        ),
+    }
     for wording, (subject, possessive) in {
         "you": ("you", "your"),
         "they": ("they", "their"),

@@ -1,12 +1,16 @@
-"""``scripts/sentence_scoring.py``: its pools' BM25 indexes a turn as the store does."""
+"""``scripts/sentence_scoring.py``: its pools' BM25 indexes a turn as the store does;
+``scripts/query_wording.py``: its planner's wording is the planner's."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from memory import models
 from memory.eval import harness
-from scripts import sentence_scoring
+from scripts import query_wording, sentence_scoring
+from tests import test_planner
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -43,3 +47,15 @@ def test_the_question_a_turn_answers_finds_it_as_in_the_store() -> None:
     # the turn shares only its speaker's name with the question; the question it answers, its
     # subject ("long", "turtles"); a statement before it is no question (``context_terms``)
     assert scores("How long have you had your turtles?")[0] > scores("Turtles live long.")[0] > 0
+
+
+@pytest.mark.parametrize(
+    "question", ["What did Bob research?", "What is Bob's job?", "When did bob move, and why?"]
+)
+def test_query_wordings_planner_is_the_planners_search_of_a_named_viewer(question: str) -> None:
+    """``scripts/query_wording.py`` compares other wordings with the planner's: that one must be
+    what the planner searches the named viewer's space with."""
+    plans = test_planner.directory_planner()
+    plan = plans.plan(test_planner.batch(test_planner.msg("alice", f"@livememory {question}")), [])
+    (searched,) = [s.query for s in plan.sources if s.kind == "recall" and s.viewer == "bob"]
+    assert query_wording.wordings(question, "bob")["planner"] == searched
