@@ -77,7 +77,9 @@ async def main() -> None:
     asked = []
     for q in sentence_scoring.questions(case):  # each has a target
         name = logins[q.probe.target_id or ""]
-        named = {n for n in logins.values() if re.search(rf"\b{n}\b", q.query, re.IGNORECASE)}
+        named = {
+            n for n in logins.values() if re.search(rf"\b{re.escape(n)}\b", q.query, re.IGNORECASE)
+        }
         if named == {name}:  # one speaker named: the one searched
             asked.append((q, wordings(q.query, name)))
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
