@@ -495,6 +495,32 @@ def test_named_viewers_own_space_is_searched_with_the_question_not_as_their_stat
     assert "recall:carol" not in by_key  # a question about Caroline, not about the asker
 
 
+# (message of alice naming bob and Caroline, the viewers whose spaces are searched)
+TWO_VIEWER_CASES = [
+    ("@livememory what did bob say to Caroline about the party?", ["bob"]),
+    ("what does bob think of Caroline's new job?", ["bob"]),
+    ("what book did Caroline recommend to @bob?", ["caroline_k"]),
+    ("cosa ha detto bob a Caroline della festa?", ["bob"]),
+    ("cosa pensa Caroline del lavoro di bob?", ["caroline_k"]),
+    ("what do bob and Caroline both like?", ["bob", "caroline_k"]),  # both the subject
+    ("according to bob, what makes Caroline happy?", ["bob", "caroline_k"]),
+    ("what do you know about bob and Caroline?", ["bob", "caroline_k"]),  # no subject: both
+    ("what does bob's sister think of Caroline's cat?", ["bob", "caroline_k"]),
+    ("where do bob and Caroline live", ["bob", "caroline_k"]),
+]
+
+
+@pytest.mark.parametrize(("text", "searched"), TWO_VIEWER_CASES)
+def test_of_two_named_viewers_the_object_of_the_question_is_not_searched(
+    text: str, searched: list[str]
+) -> None:
+    """What bob said to Caroline is in bob's space: Caroline's holds what she said (LoCoMo,
+    docs/evaluation.md, "Where its recall is lost")."""
+    plan = directory_planner().plan(batch(msg("alice", text)), [])
+    assert sorted(s.viewer or "" for s in plan.sources if s.kind == "recall") == searched
+    assert all(v in {"alice", *searched} for v in (p.login for p in plan.viewers))
+
+
 def test_recall_request_about_a_directory_viewer_is_explicit_for_them() -> None:
     plan = directory_planner().plan(batch(msg("alice", "what do you remember about @bob?")), [])
     by_key = {s.key: s for s in plan.sources}

@@ -12,6 +12,9 @@ Attribution decisions (DESIGN.md, problem 1):
   holds only what Alice wrote); the asker's words are used only as the search query for it, never as
   Alice's statement. The asker's recall searches the asker's space, so Bob's claim about Alice can
   only ever appear attributed to Bob, and only when Bob's own space is searched.
+* Of two viewers a question names, one only as its object ("what did Alice say to Bob?", "what
+  does Alice think of Bob's job?"), only the subject's space is searched: what is asked is what
+  she said, and Bob's space holds what he said.
 * ``explicit`` marks sources whose failure the prompt must admit: a viewer asking what the bot
   remembers about them, or a viewer asking what the bot remembers about a named other viewer.
 """
@@ -99,6 +102,37 @@ def _covered(terms: Sequence[str], history_stems: set[str]) -> bool:
 
 def _query(texts: Iterable[str]) -> str:
     return " ".join(" ".join(t.split()) for t in texts if t.strip())[:MAX_QUERY_CHARS].strip()
+
+
+def _objects(norm: str, words_of: dict[str, set[str]]) -> set[str]:
+    """The viewers a message names only as the object of what it asks ("what did alice say to
+    bob?", "what does alice think of bob's job?", "cosa ha detto alice a bob?") when it names
+    another as its subject: their spaces hold what they said, and what is asked is what the
+    subject said. None when no named viewer is a subject ("tell me about bob and carol")."""
+    tokens = norm.split()
+    roles: dict[str, set[bool]] = {}  # viewer → is each of its names an object?
+    previous: tuple[int, bool] | None = None  # the last name's end and role
+    i = 0
+    while i < len(tokens):
+        owner = next((u for u, words in words_of.items() if tokens[i] in words), None)
+        if owner is None:
+            i += 1
+            continue
+        end = i
+        while end + 1 < len(tokens) and tokens[end + 1] in words_of[owner]:
+            end += 1
+        before = tokens[i - 1] if i else ""
+        if previous and previous[0] == i - 2 and before in lexicon.AND_WORDS:
+            role = previous[1]  # "alice and bob": as alice
+        elif any(f" {' '.join(tokens[:i])}".endswith(f" {s}") for s in lexicon.SOURCE_BEFORE):
+            role = False  # "according to alice": the one who said it
+        else:
+            role = before in lexicon.OBJECT_BEFORE or tokens[end + 1 : end + 2] == ["s"]
+        roles.setdefault(owner, set()).add(role)
+        previous = (end, role)
+        i = end + 1
+    objects = {user_id for user_id, found in roles.items() if found == {True}}
+    return objects if any(False in found for found in roles.values()) else set()
 
 
 def _only(asks: Sequence[frozenset[str]]) -> frozenset[str]:
@@ -291,7 +325,8 @@ class Planner:
         self, text: str, local: directory.ViewerDirectory, *, author_id: str, stream: str
     ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
-        login, and the normalized words of the names used. ``@<bot>`` addresses the bot: no viewer."""
+        login, and the normalized words of the names used. ``@<bot>`` addresses the bot: no viewer.
+        Of a message naming several, those only its object are left out (``_objects``)."""
         names = [
             n
             for n in lexicon.AT_NAME.findall(text)
@@ -299,15 +334,19 @@ class Planner:
         ]
         names += [t for t in lexicon.NAME_TOKEN.findall(text.casefold()) if self._bare_name(t)]
         found: dict[str, tuple[str, str]] = {}
-        used: set[str] = set()
+        words: dict[str, set[str]] = {}
         for name in names:
             viewer = self._resolve(name, local, stream)
             if viewer is None or viewer[1] == author_id:
                 continue
             found.setdefault(viewer[1], viewer)
-            used.update(context.normalize(name).split())
-        ordered = sorted(found.values(), key=lambda v: (identity.normalize_login(v[0]), v[1]))
-        return ordered, frozenset(used)
+            words.setdefault(viewer[1], set()).update(context.normalize(name).split())
+        objects = _objects(context.normalize(text), words)
+        ordered = sorted(
+            (v for v in found.values() if v[1] not in objects),
+            key=lambda v: (identity.normalize_login(v[0]), v[1]),
+        )
+        return ordered, frozenset().union(*words.values())
 
     def _score_event(
         self,

@@ -144,6 +144,18 @@ COMMON_WORDS = frozenset(
         "oggi|domani|ieri|adesso|chat|live|raga|ragazzi"
     )
 )
+#: words before a viewer's name that make them the object of a question naming two viewers ("what
+#: did alice say TO bob?", "cosa pensa alice DI bob?"); "bob's" (normalized "bob s") is one too
+OBJECT_BEFORE = frozenset(
+    phrases(
+        "to|with|for|about|from|besides|of|at|by|than|toward|towards|"
+        "a|ad|con|per|di|da|su|tra|fra|verso|senza"
+    )
+)
+#: "alice and bob": bob has alice's role
+AND_WORDS = frozenset(phrases("and|or|nor|e|ed|o|oppure"))
+#: a name after these is the source of what is asked ("according to alice, what…")
+SOURCE_BEFORE = ("according to", "secondo")
 #: a ``@name`` mention and a bare name token (login charset, word-bounded)
 AT_NAME = re.compile(r"@(\w+)")
 NAME_TOKEN = re.compile(r"(?<![@\w])\w+")
