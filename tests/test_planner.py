@@ -521,6 +521,16 @@ def test_of_two_named_viewers_the_object_of_the_question_is_not_searched(
     assert all(v in {"alice", *searched} for v in (p.login for p in plan.viewers))
 
 
+def test_a_statement_keeps_the_viewer_it_names_as_an_object() -> None:
+    """Alice's space may hold the puppy the statement is about; prefetch opens every named space."""
+    plans = directory_planner()
+    statement = msg("carol", "I told bob about Caroline's new puppy")
+    plan = plans.plan(batch(statement), [])
+    assert {"bob", "caroline_k"} <= {v.login for v in plan.viewers}
+    question = msg("carol", "what did bob say to Caroline about the puppy?")
+    assert plans.viewers_of(question) == ["1003", "2001", "2002"]
+
+
 def test_recall_request_about_a_directory_viewer_is_explicit_for_them() -> None:
     plan = directory_planner().plan(batch(msg("alice", "what do you remember about @bob?")), [])
     by_key = {s.key: s for s in plan.sources}

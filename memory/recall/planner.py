@@ -322,11 +322,18 @@ class Planner:
         )
 
     def _mentions(
-        self, text: str, local: directory.ViewerDirectory, *, author_id: str, stream: str
+        self,
+        text: str,
+        local: directory.ViewerDirectory,
+        *,
+        author_id: str,
+        stream: str,
+        question: bool = False,
     ) -> tuple[list[tuple[str, str]], frozenset[str]]:
         """Viewers named in a message (``@name`` always, a bare name when plausible), sorted by
         login, and the normalized words of the names used. ``@<bot>`` addresses the bot: no viewer.
-        Of a message naming several, those only its object are left out (``_objects``)."""
+        Of a question naming several, those only its object are left out (``_objects``); a
+        statement keeps them ("I told bob about alice's puppy": her space may hold the puppy)."""
         names = [
             n
             for n in lexicon.AT_NAME.findall(text)
@@ -341,7 +348,7 @@ class Planner:
                 continue
             found.setdefault(viewer[1], viewer)
             words.setdefault(viewer[1], set()).update(context.normalize(name).split())
-        objects = _objects(context.normalize(text), words)
+        objects = _objects(context.normalize(text), words) if question else set()
         ordered = sorted(
             (v for v in found.values() if v[1] not in objects),
             key=lambda v: (identity.normalize_login(v[0]), v[1]),
@@ -381,7 +388,9 @@ class Planner:
             author.signals.add("media")
         if len(content_terms(norm, exclude=self.bot_words)) >= 2:  # one word or emote spam: no
             author.signals.add("active")
-        named, names = self._mentions(text, local, author_id=event.user_id, stream=event.stream)
+        named, names = self._mentions(
+            text, local, author_id=event.user_id, stream=event.stream, question=question
+        )
         if (
             question
             and not words & (lexicon.SELF_PRONOUNS if named else lexicon.SELF_WORDS)
