@@ -105,10 +105,10 @@ def _query(texts: Iterable[str]) -> str:
 
 
 def _objects(norm: str, words_of: dict[str, set[str]]) -> set[str]:
-    """The viewers a message names only as the object of what it asks ("what did alice say to
+    """The viewers a question names only as the object of what it asks ("what did alice say to
     bob?", "what does alice think of bob's job?", "cosa ha detto alice a bob?") when it names
     another as its subject: their spaces hold what they said, and what is asked is what the
-    subject said. None when no named viewer is a subject ("tell me about bob and carol")."""
+    subject said. Nobody when no named viewer is a subject ("what about bob and carol?")."""
     tokens = norm.split()
     roles: dict[str, set[bool]] = {}  # viewer → is each of its names an object?
     previous: tuple[int, bool] | None = None  # the last name's end and role
