@@ -8,7 +8,7 @@ import pytest
 
 from memory import errors, identity, models
 from memory.adapters import ollama as ollama_adapter
-from memory.consolidate import barrier, consolidation, jobs
+from memory.consolidate import barrier, consolidation, documents, jobs
 from memory.consolidate import profile as profile_module
 from memory.history import transcript
 from memory.ops import erasure, operations
@@ -136,7 +136,7 @@ async def test_each_viewer_space_holds_only_that_viewers_own_statement(
     assert result.viewers == ("1001",)
 
 
-async def test_an_answer_keeps_the_terms_of_the_question_it_answers_never_its_text(
+async def test_an_answer_is_indexed_and_embedded_with_the_question_it_answers(
     db: postgres.Database,
     spaces: fake_spaces.InMemorySpaces,
     consolidator: consolidation.Consolidator,
@@ -158,7 +158,9 @@ async def test_an_answer_keeps_the_terms_of_the_question_it_answers_never_its_te
     sweden, pizza = memories["Sweden, four years ago!"], memories["I love pizza"]
     assert sweden.context_message_id == "m1"
     assert sweden.context_terms == spaces.sparse.context_terms(question) != ()
+    assert sweden.context_question == "where did you move from?"  # its vector is made with it
     assert pizza.context_terms == () and pizza.context_message_id is None  # not a question
+    assert pizza.context_question is None
     hits = await spaces.search(identity.personal_key("1001"), "where did alice move from")
     assert hits[0].record.id == sweden.id
 
@@ -168,6 +170,36 @@ async def test_an_answer_keeps_the_terms_of_the_question_it_answers_never_its_te
     [after] = await spaces.get(identity.personal_key("1001"), [sweden.id])
     assert after.text == sweden.text
     assert after.context_terms == () and after.context_message_id is None
+    assert after.context_question is None
+
+
+def test_a_question_put_to_somebody_else_is_not_what_the_next_message_answers() -> None:
+    nurse = msg("m2", "alice", "I'm a nurse")
+    for question in ("@Mnemo who made you?", "@bob where are you from?"):
+        record = documents.personal_record("t1", nurse, ("m1", question))
+        assert (record.context_terms, record.context_question, record.context_message_id) == (
+            (),
+            None,
+            None,
+        )
+    record = documents.personal_record("t1", nurse, ("m1", "@Alice @bob what do you do?"))
+    assert record.context_question == "what do you do?" and record.context_message_id == "m1"
+
+
+@pytest.mark.parametrize(
+    ("message", "question"),
+    [
+        ("@alice where did you move from?", "where did you move from?"),
+        ("nice pics! where did you take them? so jealous", "where did you take them? so jealous"),
+        ("How are you? What did you do today?", "How are you? What did you do today?"),
+        ("Wow. @luca e tu che lavoro fai?", "e tu che lavoro fai?"),
+        ("great stream tonight!", None),
+    ],
+)
+def test_the_question_a_reply_answers_is_the_message_s_last_question(
+    message: str, question: str | None
+) -> None:
+    assert documents.asked_question(message) == question
 
 
 async def test_the_episode_holds_the_public_turn_and_the_reply(

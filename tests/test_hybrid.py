@@ -4,6 +4,8 @@ made before it keep working (dense only)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +112,38 @@ async def test_an_answer_is_found_by_the_words_of_the_question_it_answers(blind:
     assert hits[0].record.text == "Sweden, four years ago!"  # the question's words are not shown
     [stored] = await blind.get(ALICE, [answer.id])
     assert stored.context_terms == answer.context_terms and stored.context_message_id == "m1"
+
+
+class RecordingEmbedder(BlindEmbedder):
+    """The blind embedder, keeping every text it was given."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: ports.EmbedKind = "passage"
+    ) -> list[list[float]]:
+        self.texts.extend(texts)
+        return await super().embed(texts, kind=kind)
+
+
+@pytest.mark.parametrize("layout", ["fake", "per_space", "shared"])
+async def test_an_answer_s_dense_vector_is_made_with_the_question_it_answers(
+    layout: str, tmp_path: Path
+) -> None:
+    embedder = RecordingEmbedder()
+    answer = record(ALICE, "Sweden!", context_message_id="m1", context_question="where from?")
+    async with contextlib.AsyncExitStack() as stack:
+        store: Any = fake_spaces.InMemorySpaces(embedder)
+        if layout != "fake":
+            store = await stack.enter_async_context(edge_spaces(tmp_path, layout, embedder))
+        await store.upsert([answer, record(ALICE, "I love pizza")])
+        assert embedder.texts[-2:] == ["where from? Sweden!", "I love pizza"]
+        [stored] = await store.get(ALICE, [answer.id])
+        assert stored.text == "Sweden!" and stored.context_question == "where from?"
+        # without the question (its author forgotten), the vector is the memory's own text again
+        await store.upsert([dataclasses.replace(stored, context_question=None)])
+        assert embedder.texts[-1] == "Sweden!"
 
 
 def test_context_terms_come_only_from_a_question_and_weigh_less_than_own_words() -> None:

@@ -52,10 +52,11 @@ async def replay(env: dict[str, str], cwd: Path) -> cli.Result:
 
 
 async def memories(settings: settings_module.Settings) -> dict[str, str]:
-    """Every stored memory, id → text, read through the spaces of ``settings``' embedder."""
+    """Every stored memory, id → what its vector is made of (its text, after the question it
+    answers if any), read through the spaces of ``settings``' embedder."""
     embedder = await embedders.build_embedder(settings)
     async with await qdrant.open_spaces(settings, embedder) as opened:
-        return {r.id: r.text for s in await opened.spaces() for r in await opened.list(s)}
+        return {r.id: r.dense_text for s in await opened.spaces() for r in await opened.list(s)}
 
 
 @pytest.fixture
@@ -202,7 +203,7 @@ async def test_an_interruption_while_swapping_keeps_every_memory_and_resumes(
             assert (await job.run(task))[1]
         assert await job.finish() == []
     async with await qdrant.open_spaces(settings, smaller) as opened:
-        held = {r.id: r.text for s in await opened.spaces() for r in await opened.list(s)}
+        held = {r.id: r.dense_text for s in await opened.spaces() for r in await opened.list(s)}
         hits = await opened.search(ALICE, "graphic designer", limit=1)
     assert held == stored
     assert "graphic designer" in hits[0].record.text

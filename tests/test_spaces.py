@@ -105,9 +105,12 @@ async def test_upsert_then_get_keeps_every_field(store: ports.MemorySpaces) -> N
         extra={"reply": "Turin is lovely", "n": 2},
     )
     corr = record(ALICE, "I live in Turin", kind=Kind.CORRECTION, corrects=new_id(), login="alice")
-    await store.upsert([original, corr])
+    answer = record(
+        ALICE, "Sweden!", context_terms=(7, 9), context_message_id="m3", context_question="from?"
+    )
+    await store.upsert([original, corr, answer])
     assert await store.get(STREAM, [original.id]) == [original]
-    assert await store.get(ALICE, [corr.id]) == [corr]
+    assert await store.get(ALICE, [corr.id, answer.id]) == [corr, answer]
     assert store.embedder_name == "offline-hash-v1:384"
 
 

@@ -211,7 +211,7 @@ class QdrantSpaces:
             spaces_module.validate_record(record)
         if not records:
             return
-        vectors = await self.embedder.embed([r.search_text for r in records])
+        vectors = await self.embedder.embed([r.dense_text for r in records])
         groups: dict[str, list[tuple[memory_records.MemoryRecord, list[float]]]] = {}
         for record, vector in zip(records, vectors, strict=True):
             groups.setdefault(record.space, []).append((record, vector))

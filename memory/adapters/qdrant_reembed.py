@@ -276,7 +276,7 @@ class Reembedder:
     async def _write(self, staging: str, points: Sequence[qm.Record]) -> None:
         payloads = [dict(p.payload or {}) for p in points]
         memories = [spaces_module.from_payload(p) for p in payloads]
-        vectors = await self.embedder.embed([m.search_text for m in memories])
+        vectors = await self.embedder.embed([m.dense_text for m in memories])
         sparse = self.collections.sparse
         structs = []
         for point, payload, record, dense in zip(points, payloads, memories, vectors, strict=True):

@@ -6,6 +6,7 @@ retried consolidation replaces the same points instead of adding duplicates.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,12 @@ if TYPE_CHECKING:
 
 #: namespace of memory point ids
 POINT_NAMESPACE = uuid.UUID("5b0f2f4e-63a4-4f53-9a52-6d656d6f7279")
+#: where a message's statements end (a question's "?" ends none: "how are you? and where from?")
+_STATEMENT_END = re.compile(r"(?<=[.!])\s+")
+_MENTION = re.compile(r"@\w+\s*")
+_NAMED = re.compile(r"@(\w+)")
+#: at most this many characters of the question a memory answers are embedded with it
+MAX_QUESTION_CHARS = 200
 
 
 def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
@@ -35,8 +42,13 @@ def personal_record(
 ) -> records.MemoryRecord:
     """A viewer's own statement as a personal memory, with its provenance. ``answers``: (message
     id, text) of another viewer's message just before it; when it is a question, the memory is
-    also indexed with its terms (``sparse.context_terms``; never its text)."""
+    also indexed with its terms (``sparse.context_terms``) and its dense vector is made with the
+    question before the text (``asked_question``, ``MemoryRecord.dense_text``) — unless the
+    question was put to somebody else ("@mnemo who made you?", "@bob where are you from?")."""
+    if answers and not put_to(answers[1], event.login):
+        answers = None
     context = sparse.context_terms(answers[1]) if answers else ()
+    question = asked_question(answers[1]) if answers and context else None
     return records.MemoryRecord(
         id=point_id(turn_id, event.user_id, records.MemoryKind.PERSONAL, event.id),
         space=identity.personal_key(event.user_id),
@@ -52,7 +64,23 @@ def personal_record(
         last_ts=event.ts,
         context_terms=context,
         context_message_id=answers[0] if answers and context else None,
+        context_question=question,
     )
+
+
+def put_to(question: str, login: str) -> bool:
+    """Whether a message may be put to the viewer ``login``: it @names nobody, or them."""
+    named = {identity.normalize_login(name) for name in _NAMED.findall(question)}
+    return not named or identity.normalize_login(login) in named
+
+
+def asked_question(text: str) -> str | None:
+    """The last question of a message, without its @names: what a reply to it answers ("@bob nice
+    pics! where did you take them?" → "where did you take them?"). A memory's vector made with it
+    finds the reply by what was asked (LoCoMo's replies, "Sweden!", "Yep, since I was a kid"):
+    docs/evaluation.md, LoCoMo, "The question a reply answers"."""
+    asked = [part for part in _STATEMENT_END.split(_MENTION.sub("", text)) if "?" in part]
+    return asked[-1].strip()[:MAX_QUESTION_CHARS] if asked else None
 
 
 def episode_line(message: Mapping[str, Any]) -> str:

@@ -148,13 +148,16 @@ class Eraser:
         return answered
 
     async def _drop_contexts(self, answered: Mapping[str, Collection[str]]) -> int:
-        """Re-index, without the erased viewer's terms, the other viewers' memories that answered
-        one of their questions (``lexical.context_terms``); returns how many."""
+        """Re-index, without the erased viewer's terms and words, the other viewers' memories that
+        answered one of their questions (``lexical.context_terms``, ``context_question``: the
+        dense vector is made again from the memory's own text); returns how many."""
         dropped = 0
         for other, questions in answered.items():
             space = identity.personal_key(other)
             replaced = [
-                dataclasses.replace(record, context_terms=(), context_message_id=None)
+                dataclasses.replace(
+                    record, context_terms=(), context_message_id=None, context_question=None
+                )
                 for record in await self.spaces.list(space, limit=consolidation.LIST_LIMIT)
                 if record.context_message_id in questions
             ]

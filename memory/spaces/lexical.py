@@ -15,8 +15,8 @@ weight 1 each.
 
 A memory that answers a question is also indexed with the question's terms, at ``CONTEXT_WEIGHT``
 of its own (document expansion): "Sweden!" after "where did you move from?" is found by "where did
-Caroline move from". Only the term ids (``context_terms``) are kept with the memory, never the
-question's text, and never as the memory's words: the text shown and attributed is the viewer's own.
+Caroline move from". The terms are never the memory's words: the text shown and attributed is the
+viewer's own (its dense vector is made with the question too: ``MemoryRecord.dense_text``).
 LoCoMo's development half (conversations 1–5, offline embedder): R@5 0.469 → 0.51.
 
 The two rankings are fused by reciprocal rank fusion in one ``query_points`` call (prefetches and

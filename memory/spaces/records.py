@@ -57,10 +57,14 @@ class MemoryRecord:
     #: for a correction: the id of the memory it replaces
     corrects: str | None = None
     #: the term ids of the question this memory answers (another viewer's message just before it),
-    #: indexed with it at a lower weight (``lexical.document``); never the question's text
+    #: indexed with it at a lower weight (``lexical.document``)
     context_terms: tuple[int, ...] = ()
     #: the transcript id of that question (so forgetting its author can drop the terms)
     context_message_id: str | None = None
+    #: that question's words (its last question, ``documents.asked_question``), embedded before the
+    #: memory's text (``dense_text``) so that a reply's vector says what it answers; never shown
+    #: as the viewer's words, and dropped with the terms when its author is forgotten
+    context_question: str | None = None
     #: free-form extra payload (e.g. lore entity names, the bot's reply of an episode)
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: the id of the newer memory of the same viewer that supersedes this one (``supersede``):
@@ -84,6 +88,14 @@ class MemoryRecord:
         the reply was indexed is found by its viewer lines until it is re-embedded."""
         reply = self.reply
         return f"{self.text}\n{reply}" if reply else self.text
+
+    @property
+    def dense_text(self) -> str:
+        """What the dense vector is made of: ``search_text``, after the question it answers when
+        it answers one ("where did you move from? Sweden!"); the sparse vector has the question's
+        terms at a lower weight instead (``lexical.document``)."""
+        question = self.context_question
+        return f"{question} {self.search_text}" if question else self.search_text
 
     @property
     def said_at(self) -> datetime:

@@ -59,7 +59,7 @@ class InMemorySpaces:
         for record in records:
             spaces_module.validate_record(record)
         self.upserts += 1
-        vectors = await self.embedder.embed([r.search_text for r in records])
+        vectors = await self.embedder.embed([r.dense_text for r in records])
         for record, vector in zip(records, vectors, strict=True):
             points = self._spaces.setdefault(record.space, {})
             old = points.get(record.id)
