@@ -1,5 +1,6 @@
 """``scripts/sentence_scoring.py``: its pools' BM25 indexes a turn as the store does;
-``scripts/query_wording.py``: its planner's wording is the planner's."""
+``scripts/query_wording.py``: its planner's wording is the planner's; ``scripts/reply_vectors.py``:
+its shipped variant is what the store embeds."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory import models
+from memory.consolidate import documents
 from memory.eval import harness
-from scripts import query_wording, sentence_scoring
+from scripts import query_wording, reply_vectors, sentence_scoring
 from tests import test_planner
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -59,3 +61,20 @@ def test_query_wordings_planner_is_the_planners_search_of_a_named_viewer(questio
     plan = plans.plan(test_planner.batch(test_planner.msg("alice", f"@livememory {question}")), [])
     (searched,) = [s.query for s in plan.sources if s.kind == "recall" and s.viewer == "bob"]
     assert query_wording.wordings(question, "bob")["planner"] == searched
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "That's great! How long have you had your turtles?",
+        "@nate how long have you had them? they look happy. and their names?",
+        "Turtles live long.",  # no question: the turn alone
+        None,
+    ],
+)
+def test_reply_vectors_last_question_variant_is_what_the_store_embeds(before: str | None) -> None:
+    turn = said(2, "nate", "I've had them for 3 years now")
+    record = documents.personal_record("t1", turn, ("m1", before) if before else None)
+    made = reply_vectors.made_of(turn.text, before)
+    assert made["last question, turn"] == record.dense_text
+    assert made["turn"] == turn.text

