@@ -88,8 +88,10 @@ async def main() -> None:
         cache.flush()
         inner.close()
     answering = sum(made["turn"] != made["last question, turn"] for made in texts.values())
-    print(f"LoCoMo {half}: {len(asked)} questions that name one speaker, {len(texts)} turns, ")
-    print(f"{answering} of them right after another viewer's question")
+    print(
+        f"LoCoMo {half}: {len(asked)} questions that name one speaker, {len(texts)} turns, "
+        f"{answering} of them right after another viewer's question"
+    )
     found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
     for q, words in asked:
         sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=words))
