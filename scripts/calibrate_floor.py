@@ -41,7 +41,7 @@ from memory.recall import context, planner, relevance
 from memory.spaces import recency
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from memory import models
 
@@ -122,20 +122,39 @@ def lme_figures(
 
 
 def floored(
-    reports: list[models.TurnReport], floor: relevance.Floor | None, *, slots: bool = True
+    reports: list[models.TurnReport],
+    floor: relevance.Floor | None,
+    *,
+    slots: bool = True,
+    authors: Mapping[str, str] | None = None,
 ) -> list[models.TurnReport]:
+    """The reports with ``floor`` applied to their items as context assembly applies it;
+    ``authors``: message id → its author's user id (``author_ids``; None: the rule for a
+    question about others, ``Floor.moment_margin``, is not applied)."""
     out = []
     for report in reports:
         explicit = {s.viewer for s in report.plan.sources if broad(s) and s.viewer}
         uncapped = {s.kind for s in report.plan.sources if s.bot_words}
         asks = relevance.asks_of(report.plan.sources) if slots else None
         latest = relevance.latest_of(report.plan.sources)
+        about = (
+            relevance.about_of(
+                report.plan.sources, {authors[m] for m in report.message_ids if m in authors}
+            )
+            if authors is not None
+            else ()
+        )
         kept, _ = relevance.keep(
             report.recall, floor, open_viewers=explicit, uncapped=uncapped, asks=asks,
-            latest=latest,
+            latest=latest, about=about,
         )  # fmt: skip
         out.append(dataclasses.replace(report, recall=kept))
     return out
+
+
+def author_ids(case: harness.Case) -> dict[str, str]:
+    """Message id → its author's user id (``floored``'s ``authors``)."""
+    return {event.id: event.user_id for event in case.events}
 
 
 def broad(source: models.PlannedSource) -> bool:
@@ -218,6 +237,11 @@ def main() -> None:
         "--latest-gap", default="none",
         help="gaps for such a question's viewer (none: --gap)",
     )  # fmt: skip
+    p.add_argument(
+        "--moment-margin", default="none",
+        help="in a question about others, a moment of the stream's least similarity over their "
+        "best item's (none: no such rule)",
+    )  # fmt: skip
     args = p.parse_args()
     if missing := missing_data(args.source, args.data_dir):
         p.error(missing)
@@ -234,12 +258,14 @@ def main() -> None:
         run = functools.partial(lme_replay, channels, args.embedder, args.jobs)
         score = functools.partial(lme_figures, channels)
         probes = len(channels)
+        authors = {c.asked.id: c.user_id for c in channels}
     else:
         case = case_for(args)
         name = f"{args.source}-{args.half}-{args.seed}-{args.embedder}"
         run = functools.partial(replay, case, args.embedder)
         score = functools.partial(figures, case)
         probes = len(case.probes)
+        authors = author_ids(case)
     stored = args.cache / f"{name}.pickle"
     if stored.is_file():
         reports = pickle.loads(stored.read_bytes())
@@ -250,7 +276,7 @@ def main() -> None:
     for slots in args.slots.split(","):
         print(
             f"no floor, slot answers {slots}:",
-            score(floored(reports, None, slots=slots == "on")),
+            score(floored(reports, None, slots=slots == "on", authors=authors)),
         )
     grid = itertools.product(
         [float(x) for x in args.absolute.split(",")],
@@ -262,14 +288,16 @@ def main() -> None:
         args.slots.split(","),
         args.latest_first.split(","),
         [None if x == "none" else float(x) for x in args.latest_gap.split(",")],
+        [None if x == "none" else float(x) for x in args.moment_margin.split(",")],
     )
-    for absolute, gap, cap, per_viewer, order, weight, slots, latest, latest_gap in grid:
+    for absolute, gap, cap, per_viewer, order, weight, slots, latest, latest_gap, moment in grid:
         floor = relevance.Floor(
             absolute=absolute, gap=gap, stream_wide=cap, per_viewer=per_viewer or None,
             order=order, dense_weight=weight, latest_first=latest == "on", latest_gap=latest_gap,
+            moment_margin=moment,
         )  # fmt: skip
-        shown = score(floored(reports, floor, slots=slots == "on"))
-        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots} latest first {latest} gap {latest_gap}: " + "  ".join(
+        shown = score(floored(reports, floor, slots=slots == "on", authors=authors))
+        print(f"absolute {absolute:.2f} gap {gap:.2f} cap {cap} per viewer {per_viewer} {order} {weight} slots {slots} latest first {latest} gap {latest_gap} moments {moment}: " + "  ".join(
             f"{k} {v:.3f}" for k, v in shown.items()
         ))  # fmt: skip
 

@@ -116,9 +116,10 @@ def main() -> None:
         stored.write_bytes(pickle.dumps(reports))
     floor = relevance.floor_for(EMBEDDER_NAMES.get(args.embedder, args.embedder))
     grouped = groups(case)
+    authors = calibrate_floor.author_ids(case)
 
     def rankings(applied: relevance.Floor | None) -> dict[str, list[frozenset[str]]]:
-        floored = calibrate_floor.floored(reports, applied)
+        floored = calibrate_floor.floored(reports, applied, authors=authors)
         return harness.score(case, floored, config="full").rankings
 
     print(f"LoCoMo {args.half}, {args.embedder}: {len(case.probes)} probes")

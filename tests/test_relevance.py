@@ -130,7 +130,7 @@ def test_no_floor_keeps_everything() -> None:
 
 
 def source(kind: str, **more: Any) -> models.PlannedSource:
-    return models.PlannedSource(kind=kind, viewer="alice", user_id="1001", **more)
+    return models.PlannedSource(kind=kind, **{"viewer": "alice", "user_id": "1001", **more})
 
 
 def test_assembly_gives_a_profile_fact_the_similarity_of_the_hit_it_repeats() -> None:
@@ -316,3 +316,53 @@ def test_a_question_the_latest_statement_answers_has_a_wider_gap() -> None:
     assert dropped == {"recall:alice": 1}  # 0.09 under the best: out even so
     kept, dropped = relevance.keep(items, floor)  # another question: the gap of 0.04
     assert [i.text for i in kept] == [items[0].text] and dropped == {"recall:alice": 2}
+
+
+def test_a_question_about_another_viewer_keeps_only_moments_nearer_than_their_best() -> None:
+    items = [
+        item("recall", "I'm a nurse, night shifts mostly", 0.84, viewer="bob"),
+        item("episodic", "bob: night shift again KEKW", 0.83),  # under bob's best: out
+        item("episodic", "bob: I told carol I work at the hospital", 0.85),  # nearer: kept
+        item("earlier", "carol: what does bob do?", 0.80),
+    ]
+    floor = relevance.Floor(absolute=0.70, gap=1.0, stream_wide=1, moment_margin=0.0)
+    kept, dropped = relevance.keep(items, floor, about={"bob"})
+    assert [i.text for i in kept] == [items[0].text, items[2].text]
+    assert dropped == {"episodic": 1, "earlier": 1}
+    # the viewer asked about themself (no one else is asked about): the cap alone, as before
+    kept, _ = relevance.keep(items, floor)
+    assert [i.text for i in kept] == [items[0].text, items[1].text, items[3].text]
+    # asked what the bot said: its replies are the answer, whatever the viewer said
+    kept, _ = relevance.keep(items, floor, about={"bob"}, uncapped={"episodic"})
+    assert [i.text for i in kept] == [items[0].text, items[1].text, items[2].text, items[3].text]
+    # nothing of the viewer asked about was found: no rule
+    kept, _ = relevance.keep(items[1:], floor, about={"bob"})
+    assert [i.text for i in kept] == [items[1].text, items[3].text]
+
+
+def test_the_viewers_asked_about_are_those_who_did_not_write_the_batch() -> None:
+    sources = [
+        source("recall", viewer="alice", user_id="1", query="what does bob do"),
+        source("profile", viewer="bob", user_id="2", query="what does do"),
+        source("recall", viewer="bob", user_id="2", query="what does do"),
+        source("episodic", viewer=None, user_id=None, query="what does bob do"),
+    ]
+    assert relevance.about_of(sources, {"1"}) == {"bob"}
+    assert relevance.about_of(sources, {"1", "2"}) == set()
+
+
+def test_assembly_leaves_out_a_moment_of_the_stream_no_nearer_than_the_viewer_asked_about() -> None:
+    said = item("recall", "I'm a nurse", 0.86, viewer="bob")
+    moment = item("episodic", "bob: hospital food again", 0.84)
+    outcomes = [
+        context.SourceOutcome(source=source("recall", viewer="bob", user_id="2"), items=(said,)),
+        context.SourceOutcome(
+            source=source("episodic", viewer=None, user_id=None), items=(moment,)
+        ),
+    ]
+    floor = relevance.FLOORS["e5-small-q4-v1"]
+    asked = context.assemble(outcomes, [], token_budget=800, floor=floor, authors={"1"})
+    assert [i.text for i in asked.items] == [said.text]
+    assert asked.dropped == {"episodic": 1}
+    own = context.assemble(outcomes, [], token_budget=800, floor=floor, authors={"2"})
+    assert [i.text for i in own.items] == [said.text, moment.text]

@@ -34,7 +34,7 @@ from memory.recall import relevance, timelabel
 from memory.recall.words import normalize as normalize  # re-exported: context.normalize
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
 RULE_LINE = (
     "Lines are [viewer · when said]. Recent chat beats older memories, the newer of two "
@@ -320,11 +320,14 @@ def assemble(
     clock: timelabel.ChatClock | None = None,
     floor: relevance.Floor | None = None,
     slot_answers: bool = True,
+    authors: Collection[str] = (),
 ) -> Assembled:
     """Build the memory block from the sources' outcomes (see the module docstring); ``clock``:
     the turn's chat time and stream, which every memory line's time label is relative to;
     ``floor``: the relevance floor items must pass; ``slot_answers``: a statement of the slot a
-    question asks for stands for the rest of its viewer's items (both ``memory.recall.relevance``)."""
+    question asks for stands for the rest of its viewer's items; ``authors``: the user ids of the
+    batch's authors, whose questions about others the floor's ``moment_margin`` applies to (all
+    three ``memory.recall.relevance``)."""
     notices = _notices(outcomes)
     open_viewers = {o.source.viewer for o in outcomes if o.source.broad and o.source.viewer}
     candidates, dropped = relevance.keep(
@@ -334,6 +337,7 @@ def assemble(
         uncapped={o.source.kind for o in outcomes if o.source.bot_words},
         asks=relevance.asks_of(o.source for o in outcomes) if slot_answers else None,
         latest=relevance.latest_of(o.source for o in outcomes),
+        about=relevance.about_of((o.source for o in outcomes), authors),
     )
     used = _cost(RULE_LINE) + sum(
         _cost(_title(kind)) + sum(_cost(line) for line in lines) for kind, lines in notices.items()

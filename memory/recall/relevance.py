@@ -29,7 +29,7 @@ item more a prompt, the regulars corpus one more answer, LongMemEval's tune half
 with all its evidence in the first five, and the held-out halves agree (docs/evaluation.md,
 "Precision", "The gap").
 
-Within the floor, three rules make the prompt smaller and its order better for a viewer who asked
+Within the floor, four rules make the prompt smaller and its order better for a viewer who asked
 for one thing (e5's values, chosen on the development halves with ``scripts/calibrate_floor.py``;
 figures in docs/evaluation.md, "Precision"):
 
@@ -52,6 +52,13 @@ figures in docs/evaluation.md, "Precision"):
   ``latest_gap`` widens the gap for that viewer, since the newest telling is often said in
   passing ("…can you compare these tripods? By the way, my new 70-200mm lens…") and lies further
   from the question than the older one.
+* ``moment_margin``: in a question about a viewer other than its author ("what does @bob do?",
+  ``about_of``), a moment of the stream (an episode of this stream or of a past one) is kept only
+  when it is at least as near the question as the best of that viewer's items. The viewer's own
+  statements come first in the prompt; a moment no nearer the question repeats them or is about
+  something else: on LoCoMo's and the regulars corpus' development questions it takes a third
+  of an item from a prompt and no evidence from its first five. A viewer asking about
+  themself, and a question about what the bot said, keep their moments as before.
 
 The floors are per embedder, since each spreads similarities differently (e5's related texts sit
 at 0.8-0.9, unrelated ones at 0.7-0.8). They are chosen with ``scripts/calibrate_floor.py`` on
@@ -104,6 +111,11 @@ class Floor:
     #: for such a viewer, the ``gap`` instead (None: ``gap``): a changed fact's newest telling,
     #: often said in passing about something else, lies further from the question than the rest
     latest_gap: float | None = None
+    #: in a question about viewers other than its author (``keep``'s ``about``), a moment of the
+    #: stream (``MOMENTS``) is kept only when its similarity is at least their best item's plus
+    #: this (None: no such rule): the viewers' own statements come first in the prompt and say
+    #: what they said better than an episode that is no nearer the question
+    moment_margin: float | None = None
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
@@ -121,6 +133,7 @@ FLOORS: dict[str, Floor] = {
         dense_weight=3.0,
         latest_first=True,
         latest_gap=0.08,
+        moment_margin=0.0,
     ),
 }
 #: the reciprocal-rank constant of ``Floor.order`` ``blend`` (Qdrant's fusion uses 2 as well)
@@ -129,6 +142,8 @@ BLEND_K = 2
 VIEWER_SOURCES = frozenset({"profile", "recall", "state"})
 #: sources whose items are a viewer's own statements (a slot answer is one of them)
 _STATEMENTS = frozenset({"profile", "recall"})
+#: sources whose items are moments of the stream (this stream's episodes, past streams')
+MOMENTS = frozenset({"episodic", "earlier"})
 
 
 def floor_for(embedder_name: str) -> Floor | None:
@@ -159,13 +174,15 @@ def keep(
     uncapped: Collection[str] = (),
     asks: Mapping[str, frozenset[str]] | None = None,
     latest: Mapping[str, str] | None = None,
+    about: Collection[str] = (),
 ) -> tuple[list[models.RecallItem], dict[str, int]]:
     """The items worth their tokens, in their order, and how many each source lost to the floor
     (``floor`` None: only what a slot answer leaves out). ``open_viewers``: logins the floor does
     not apply to; ``uncapped``: source kinds whose items ``Floor.stream_wide`` does not cap (the
     episodes of a question about what the bot said); ``asks``: by ``group``, the profile slots
     its question asks for (``asks_of``); ``latest``: by ``group``, the question the latest
-    statement answers (``latest_of``)."""
+    statement answers (``latest_of``); ``about``: logins of the viewers the batch asks about
+    who did not write it (``about_of``: ``Floor.moment_margin``)."""
     latest = latest or {}
     ranked, dropped, leading = answered(items, asks or {})
     if floor is None:
@@ -176,13 +193,14 @@ def keep(
             ranked, dense_weight=floor.dense_weight if floor.order == "blend" else None
         )
     best: dict[str, float] = {}
-    for item in ranked:
+    for item in (*kept, *ranked):  # a slot answer is its viewer's best (``moment_margin``)
         if item.similarity is not None:
             key = group(item)
             best[key] = max(best.get(key, item.similarity), item.similarity)
+    moments = _moment_floor(floor, best, about, uncapped)
     shown: dict[str, int] = {}
     for item in ranked:
-        if _worth(item, floor, best, open_viewers, latest) and not _capped(
+        if _worth(item, floor, best, open_viewers, latest, moments) and not _capped(
             item, floor, shown, open_viewers, uncapped
         ):
             key = _cap_key(item)
@@ -194,6 +212,27 @@ def keep(
     if floor.latest_first and latest:
         kept = newest_first(kept, latest)
     return kept, dropped
+
+
+def about_of(sources: Iterable[models.PlannedSource], authors: Collection[str]) -> set[str]:
+    """The logins of the viewers whose statements the plan searches who are not among the batch's
+    ``authors`` (user ids): the viewers a question asks about ("what does @bob do?")."""
+    return {
+        source.viewer
+        for source in sources
+        if source.kind in _STATEMENTS and source.viewer and source.user_id not in authors
+    }
+
+
+def _moment_floor(
+    floor: Floor, best: Mapping[str, float], about: Collection[str], uncapped: Collection[str]
+) -> float | None:
+    """The similarity a moment of the stream needs (``Floor.moment_margin``), or None: no rule
+    (no margin, no viewer asked about with an item, or a question about what the bot said)."""
+    found = [best[key] for key in (_group_of("recall", login) for login in about) if key in best]
+    if floor.moment_margin is None or not found or MOMENTS & set(uncapped):
+        return None
+    return max(found) + floor.moment_margin
 
 
 def latest_of(sources: Iterable[models.PlannedSource]) -> dict[str, str]:
@@ -355,11 +394,14 @@ def _worth(
     best: dict[str, float],
     open_viewers: Collection[str],
     latest: Mapping[str, str],
+    moments: float | None = None,
 ) -> bool:
     if item.source == "state" or (item.viewer is not None and item.viewer in open_viewers):
         return True
     if item.similarity is None:  # a profile fact no hit repeats; a search without vectors
         return item.source != "profile"
+    if moments is not None and item.source in MOMENTS and item.similarity < moments:
+        return False
     key = group(item)
     top = best.get(key, item.similarity)
     gap = floor.gap

@@ -186,6 +186,7 @@ class Retriever:
             clock=timelabel.ChatClock.of_batch(batch) if batch.events else None,
             floor=self.floor,
             slot_answers=self.slot_answers,
+            authors={event.user_id for event in batch.events},
         )
         result.items, result.block = assembled.items, assembled.block
         result.dropped = assembled.dropped
