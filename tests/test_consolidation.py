@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory import errors, identity, models
+from memory import errors, identity, models, sql
 from memory.adapters import ollama as ollama_adapter
 from memory.consolidate import barrier, consolidation, documents, jobs
 from memory.consolidate import profile as profile_module
@@ -35,6 +35,7 @@ def msg(
     stream: str = "s1",
     kind: models.EventKind = models.EventKind.MESSAGE,
     event: str | None = None,
+    reply_to: str | None = None,
 ) -> models.ChatEvent:
     return models.ChatEvent(
         id=mid,
@@ -45,6 +46,7 @@ def msg(
         ts=T0 + timedelta(seconds=second),
         kind=kind,
         event=event,
+        reply_to=reply_to,
     )
 
 
@@ -171,6 +173,47 @@ async def test_an_answer_is_indexed_and_embedded_with_the_question_it_answers(
     assert after.text == sweden.text
     assert after.context_terms == () and after.context_message_id is None
     assert after.context_question is None
+
+
+async def test_a_reply_in_the_thread_of_the_bot_s_question_answers_it(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    """The bot asked alice something; her answer in the reply thread under the bot's message
+    ("@mnemo a nurse, six years now") says nothing first-person, yet it is her answer: kept, and
+    indexed and embedded with the bot's question."""
+    welcome = "@alice welcome! what do you do for work?"
+    asked = await journal_turn(
+        db, [msg("m1", "alice", "@mnemo hi, first time here")], reply=welcome
+    )
+    to_bob = await journal_turn(
+        db, [msg("m2", "bob", "@mnemo same")], reply="@bob welcome too! where are you from?"
+    )
+    for turn_id, part_id in ((asked, "tw-1"), (to_bob, "tw-2")):
+        await db.pool.execute(
+            sql.queries["twitch_delivery_record"], turn_id, 0, "s1", part_id, "sent", 1, None
+        )
+    answer = "@mnemo a nurse, six years now"
+    turns = [
+        await journal_turn(db, [msg("m3", "alice", answer, second=5, reply_to="tw-1")]),
+        # the same words outside the thread: said to the bot, about nothing of hers
+        await journal_turn(db, [msg("m4", "alice", answer, second=9)]),
+        # in the thread of the bot's question to bob: not put to her
+        await journal_turn(
+            db, [msg("m5", "alice", "@mnemo Lyon, since May", second=12, reply_to="tw-2")]
+        ),
+    ]
+    results = [await consolidator.consolidate(turn_id) for turn_id in turns]
+
+    [memory] = await spaces.list(identity.personal_key("1001"))
+    assert memory.text == answer and memory.origin_message_ids == ("m3",)
+    assert memory.context_question == "what do you do for work?"
+    assert memory.context_message_id == "tw-1"
+    assert memory.context_terms == spaces.sparse.context_terms(welcome) != ()
+    assert results[1].dropped == {"m4": "not_self_statement"}
+    assert results[2].dropped == {"m5": "not_self_statement"}
+    assert memory.dense_text == f"what do you do for work? {answer}"  # what its vector is of
 
 
 def test_a_question_put_to_somebody_else_is_not_what_the_next_message_answers() -> None:

@@ -29,7 +29,15 @@ TURNS = 100_000
 LATER = datetime(2027, 1, 1, tzinfo=UTC)
 
 #: tables whose size grows with every message, turn or viewer the channel ever had
-GROWING = {"turns", "messages", "turn_outcomes", "turn_messages", "jobs", "viewers"}
+GROWING = {
+    "turns",
+    "messages",
+    "turn_outcomes",
+    "turn_messages",
+    "turn_deliveries",
+    "jobs",
+    "viewers",
+}
 
 BUILD = f"""
 SET session_replication_role = replica;  -- bulk load: no per-row triggers or foreign-key checks
@@ -48,6 +56,8 @@ SELECT unnest(message_ids), id FROM turns;
 INSERT INTO turn_outcomes (turn_id, status, reply, ts)
 SELECT 't' || j, 'completed', 'reply ' || j, timestamptz '2026-01-01' + (2 * j + 1) * interval '1 second'
 FROM generate_series(0, {TURNS - 1}) AS j;
+INSERT INTO turn_deliveries (turn_id, part, channel, twitch_message_id, status)
+SELECT 't' || j, 0, 'c0', 'tw' || j, 'sent' FROM generate_series(0, {TURNS - 1}) AS j;
 INSERT INTO jobs (kind, dedupe_key, payload, status)
 SELECT 'consolidate_turn', 't' || j, '{{}}', 'succeeded' FROM generate_series(0, {TURNS - 1}) AS j;
 INSERT INTO message_redactions (message_id, user_id, actor)
@@ -99,6 +109,8 @@ HOT: dict[str, tuple[Any, ...]] = {
     "state_channel_of_stream": ("s1",),
     "state_viewer_by_login": ("viewer42",),
     "jobs_enqueue": ("consolidate_turn", "t-new", "{}", 5),
+    "memory_bot_replies": (["tw99990", "unknown"],),
+    "reply_is_bot_message": ("tw99990",),
     "jobs_claim": (1, "consolidation"),
     "jobs_by_dedupe_key": ("consolidate_turn", "t99990"),
 }

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -154,6 +155,16 @@ def _reaction(event: models.ChatEvent) -> bool:
     return event.kind is not models.EventKind.EVENT and noise.is_reaction(event.text)
 
 
+#: the "@login " a chat client puts before a reply in a thread
+_THREAD_PREFIX = re.compile(r"^\s*@\w+[\s,:]*")
+
+
+def _asked_of(reply: str, login: str) -> str | None:
+    """The question of the bot's ``reply`` that a reply in its thread by ``login`` answers: its
+    last one, when the reply @names nobody or them (``documents.put_to``)."""
+    return documents.asked_question(reply) if documents.put_to(reply, login) else None
+
+
 def bot_logins(settings: Settings) -> frozenset[str]:
     """Normalized logins whose messages never become memory: the known (third-party) bots. The bot
     itself is told by its user id (``twitch.bot_id``): a viewer named like the persona is a viewer."""
@@ -213,19 +224,20 @@ class Consolidator:
                 if rows
                 else None
             )
+            threads = await self._threads(rows)
         messages = [_event(row) for row in rows]
         context = _Before(before["user_id"], before["id"], before["text"]) if before else None
         tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
         decision = await self.barrier.excluded(turn_id)
-        draft = self._draft(turn_id, turn, messages, tombstones, decision, context)
+        draft = self._draft(turn_id, turn, messages, tombstones, decision, context, threads)
         condensed, refreshed = await self._facts(turn_id, draft.personal)
         async with viewer_lock.hold(self.db, {m.event.user_id for m in messages}) as conn:
             tombstones = await self._tombstones(conn, turn_id, messages, condensed)
             if ("turn", turn_id) in tombstones:
                 return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
-            draft = self._draft(turn_id, turn, messages, tombstones, decision, context)
+            draft = self._draft(turn_id, turn, messages, tombstones, decision, context, threads)
             forgotten = {target for kind, target in tombstones if kind == "memory"}
             condensed = facts.live(condensed, draft.personal, forgotten)
             await self._write(turn_id, draft, condensed, refreshed)
@@ -274,15 +286,17 @@ class Consolidator:
         tombstones: Mapping[tuple[str, str], datetime | None],
         decision: barrier.BarrierDecision,
         context: _Before | None = None,
+        threads: Mapping[str, str] | None = None,
     ) -> _Draft:
         """What the turn gives, minus everything forgotten (redacted, tombstoned). ``context``:
-        the stream's message before the turn."""
+        the stream's message before the turn; ``threads``: the bot's replies its messages answer
+        in a reply thread (``_threads``)."""
         if context is not None and ("viewer", context.user_id) in tombstones:
             context = None  # a forgotten viewer's words index nothing
         public = [
             m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
         ]
-        personal, dropped = self._personal(turn_id, public, decision, context)
+        personal, dropped = self._personal(turn_id, public, decision, context, threads or {})
         personal = [r for r in personal if ("memory", r.id) not in tombstones]
         episode = None
         if self.settings.memory.use_episodic:
@@ -340,6 +354,15 @@ class Consolidator:
             if stale:
                 await self.spaces.delete(space, stale)
 
+    async def _threads(self, rows: Sequence[postgres.Record]) -> dict[str, str]:
+        """The bot's replies that the turn's messages answer in a reply thread: the id of the
+        bot's message each replies to → the text of the bot's reply."""
+        parents = sorted({row["reply_to"] for row in rows if row["reply_to"]})
+        if not parents:
+            return {}
+        found = await self.db.pool.fetch(sql.queries["memory_bot_replies"], parents)
+        return {row["id"]: row["reply"] for row in found}
+
     async def _tombstones(
         self,
         conn: postgres.Pool | postgres.Connection,
@@ -381,20 +404,25 @@ class Consolidator:
         events: Sequence[models.ChatEvent],
         decision: barrier.BarrierDecision,
         context: _Before | None = None,
+        threads: Mapping[str, str] | None = None,
     ) -> tuple[list[memory_records.MemoryRecord], dict[str, str]]:
         records: list[memory_records.MemoryRecord] = []
         dropped: dict[str, str] = {}
         for event in events:
             before = context if context is not None and context.user_id != event.user_id else None
             asked = before.text if before is not None else None
+            text = event.text
+            parent = event.reply_to
+            if threads and parent is not None and parent in threads:
+                # a reply in a thread under the bot's message answers the bot's reply: its
+                # question is the context, and the thread's "@bot " prefix addresses nobody
+                before = _Before("", parent, threads[parent])
+                asked = _asked_of(before.text, event.login)
+                text = _THREAD_PREFIX.sub("", text, count=1)
             context = _Before(event.user_id, event.id, event.text)
             reason = self._ineligible(event, decision)
             if reason is None:
-                verdict = noise.classify(
-                    event.text,
-                    bot_names=self.bot_names,
-                    previous=asked,
-                )
+                verdict = noise.classify(text, bot_names=self.bot_names, previous=asked)
                 reason = None if verdict.keep else verdict.reason
             if reason is not None:
                 dropped[event.id] = reason

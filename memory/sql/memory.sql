@@ -124,3 +124,9 @@ SELECT DISTINCT stream FROM messages WHERE user_id = $1 ORDER BY stream;
 -- memory_viewer_forget_until --
 -- description: the time up to which a forgotten viewer's messages stay out of memory: now, or their newest message's chat time when later ($1 user_id)
 SELECT greatest(now(), (SELECT max(ts) FROM messages WHERE user_id = $1));
+
+-- memory_bot_replies --
+-- description: the bot's replies that chat messages answer in a reply thread ($1 Twitch message ids of the bot's delivered messages): each id and the text of its turn's reply
+SELECT d.twitch_message_id AS id, o.reply FROM turn_deliveries d
+JOIN turn_outcomes o ON o.turn_id = d.turn_id
+WHERE d.twitch_message_id = ANY($1::text[]) AND o.reply IS NOT NULL;
