@@ -57,7 +57,7 @@ figures in docs/evaluation.md, "Precision"):
   when it is at least as near the question as the best of that viewer's items. The viewer's own
   statements come first in the prompt; a moment no nearer the question repeats them or is about
   something else: on LoCoMo's and the regulars corpus' development questions it takes a third
-  of an item from a prompt and no evidence from its first five. A viewer asking about
+  and a fifth of an item from a prompt and no evidence from its first five. A viewer asking about
   themself, and a question about what the bot said, keep their moments as before.
 
 The floors are per embedder, since each spreads similarities differently (e5's related texts sit
