@@ -19,7 +19,7 @@ import twitchio
 import twitchio.eventsub.websockets as tio_websockets
 
 from bot.twitch import client, credentials, deliveries, run, tokens
-from memory import models
+from memory import identity, models
 from memory import runtime as services_module
 from memory.ops import commands
 from tests.fakes import commands as fake_commands
@@ -223,6 +223,51 @@ async def drive(
     await fake.push_chat(say("frank", "3008", "frank: back after the drop"))
     await fake.wait_sent(7)
     seen["sessions"] = len({c.session_id for c in fake.connections})
+
+
+async def test_an_answer_in_the_thread_of_the_bot_s_question_is_remembered_with_it(
+    make_settings: SettingsFactory,
+    twitch_fake: fake_twitch.FakeTwitch,
+    fake_ollama: fake_ollama_module.FakeOllama,
+) -> None:
+    """The bot asks alice what she does; she answers in the reply thread under its message, as
+    Twitch's clients send it ("@memorybot a nurse, six years now"). Consolidated, her answer is
+    her memory, with the bot's question it answers."""
+    fake = twitch_fake
+    fake.live[fake_twitch.OWNER_ID] = "777"
+    settings = twitch_settings(
+        make_settings, fake, ollama_host=fake_ollama.url, batch={"max_messages": 1}
+    )
+    question = "@alice welcome! what do you do for work?"
+    fake_ollama.reply(question)
+    fake_ollama.reply("@alice a nurse, lovely!")
+    answer = f"@{fake_twitch.BOT_LOGIN} a nurse, six years now"
+    stop = asyncio.Event()
+
+    async def scenario(bot: client.LiveMemoryBot) -> None:
+        try:
+            await fake.wait_subscriptions(1)
+            await fake.push_chat(say("alice", "3003", f"@{fake_twitch.BOT_LOGIN} hi, first time"))
+            await fake.wait_sent(1)
+            thread = eventsub.thread_reply(
+                fake.sent_ids[0], question, fake_twitch.BOT_ID, fake_twitch.BOT_LOGIN
+            )
+            await fake.push_chat(say("alice", "3003", answer, reply_to=thread))
+            await fake.wait_sent(2)
+        finally:
+            stop.set()
+
+    async with services_module.lifespan(settings) as services:
+        code = await asyncio.wait_for(
+            run.run_bot(settings, services, stop=stop, ready=scenario), 45
+        )
+        await services.worker.run_until_empty()
+        memories = await services.spaces.list(identity.personal_key("3003"))
+
+    assert code == 0
+    [memory] = [m for m in memories if m.text == answer]
+    assert memory.context_question == "what do you do for work?"
+    assert memory.context_message_id == fake.sent_ids[0]
 
 
 async def test_missing_credential_exits_2_naming_it(

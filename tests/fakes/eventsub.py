@@ -26,8 +26,10 @@ def chat_event(
     message_id: str | None = None,
     cheer_bits: int | None = None,
     source_broadcaster_id: str | None = None,
+    reply_to: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The ``event`` object of a ``channel.chat.message`` notification (every key TwitchIO reads)."""
+    """The ``event`` object of a ``channel.chat.message`` notification (every key TwitchIO reads);
+    ``reply_to``: the parent message a reply in a thread answers (``thread_reply``)."""
     return {
         "broadcaster_user_id": broadcaster_id,
         "broadcaster_user_login": broadcaster_login,
@@ -46,7 +48,7 @@ def chat_event(
         "badges": [{"set_id": badge, "id": "1", "info": ""} for badge in badges],
         "message_type": "text",
         "cheer": {"bits": cheer_bits} if cheer_bits else None,
-        "reply": None,
+        "reply": reply_to,
         "channel_points_custom_reward_id": None,
         "channel_points_animation_id": None,
         "source_broadcaster_user_id": source_broadcaster_id,
@@ -55,4 +57,19 @@ def chat_event(
         "source_message_id": None,
         "source_badges": None,
         "is_source_only": None,
+    }
+
+
+def thread_reply(parent_id: str, parent_text: str, user_id: str, login: str) -> dict[str, str]:
+    """The ``reply`` object of a message in the thread under ``parent_id``, said by ``login``."""
+    return {
+        "parent_message_id": parent_id,
+        "parent_message_body": parent_text,
+        "parent_user_id": user_id,
+        "parent_user_login": login,
+        "parent_user_name": login,
+        "thread_message_id": parent_id,
+        "thread_user_id": user_id,
+        "thread_user_login": login,
+        "thread_user_name": login,
     }

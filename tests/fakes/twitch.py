@@ -75,6 +75,8 @@ class FakeTwitch:
         self.chat_auth: list[str] = []
         #: bodies of the messages Twitch accepted
         self.sent: list[dict[str, Any]] = []
+        #: the message id Twitch gave each message of ``sent``
+        self.sent_ids: list[str] = []
         self.subscriptions: list[dict[str, Any]] = []
         #: scripted answers for the next chat messages: ("429", reset epoch) or ("drop", code)
         self.chat_script: deque[tuple[str, Any]] = deque()
@@ -380,11 +382,13 @@ class FakeTwitch:
                     ]
                 }
             )
+        message_id = str(uuid.uuid4())
         async with self.connected:
             self.sent.append(body)
+            self.sent_ids.append(message_id)
             self.connected.notify_all()
         return web.json_response(
-            {"data": [{"message_id": str(uuid.uuid4()), "is_sent": True, "drop_reason": None}]}
+            {"data": [{"message_id": message_id, "is_sent": True, "drop_reason": None}]}
         )
 
     # -- EventSub WebSocket ----------------------------------------------------------------------
