@@ -66,7 +66,7 @@ EARLIER_AFTER = -2.0
 #: kinds whose items are about the stream or the channel, not about one viewer
 STREAM_WIDE = frozenset({"episodic", "earlier", "lore", "state"})
 #: kinds whose items are episodes (this stream's, or the channel's earlier streams')
-EPISODIC = frozenset({"episodic", "earlier"})
+EPISODIC = relevance.MOMENTS
 #: one item never takes more than this many characters of the block (an episode with the bot's
 #: reply: this much for its viewer lines and this much for the reply)
 MAX_ITEM_CHARS = 300
