@@ -75,14 +75,19 @@ class Services:
     redactor: redaction.Redactor | None = None
     #: picks the sources of each batch (told the bot's login with ``reply``)
     planner: planner_module.Planner | None = None
+    #: the consolidation handler's (told the bot's login with ``reply``: "@login" addresses it)
+    consolidator: consolidation.Consolidator | None = None
 
     def learn_bot_login(self, login: str) -> None:
         """The bot account's login, from its token at start-up: ``@login`` addresses the bot
-        for when it speaks (``reply``) and for what a batch asks of it (``planner``)."""
+        for when it speaks (``reply``), for what a batch asks of it (``planner``) and for what a
+        message says of its author (``consolidator``)."""
         if self.reply is not None:
             self.reply.set_bot_login(login)
         if self.planner is not None:
             self.planner.add_bot_login(login)
+        if self.consolidator is not None:
+            self.consolidator.add_bot_name(login)
 
 
 async def _open_cache_and_history(
@@ -329,6 +334,7 @@ async def lifespan(
             reliability=reliability,
             reply=reply_policy,
             planner=turn_planner,
+            consolidator=consolidator,
             redactor=redactor,
         )
         in_process = settings.worker.in_process if background_worker is None else background_worker

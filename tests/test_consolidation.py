@@ -36,14 +36,16 @@ def msg(
     kind: models.EventKind = models.EventKind.MESSAGE,
     event: str | None = None,
     reply_to: str | None = None,
+    at: datetime | None = None,
 ) -> models.ChatEvent:
+    """A chat message at ``second`` after ``T0``, or at the time ``at``."""
     return models.ChatEvent(
         id=mid,
         stream=stream,
         user_id=VIEWERS[login],
         login=login,
         text=text,
-        ts=T0 + timedelta(seconds=second),
+        ts=at or T0 + timedelta(seconds=second),
         kind=kind,
         event=event,
         reply_to=reply_to,
@@ -175,6 +177,35 @@ async def test_an_answer_is_indexed_and_embedded_with_the_question_it_answers(
     assert after.context_question is None
 
 
+async def delivered(db: postgres.Database, turn_id: str, twitch_message_id: str) -> None:
+    """Record the turn's reply as sent to chat, now (Postgres' clock)."""
+    await db.pool.execute(
+        sql.queries["twitch_delivery_record"], turn_id, 0, "s1", twitch_message_id, "sent", 1, None
+    )
+
+
+def after(seconds: int) -> datetime:
+    """A chat time ``seconds`` from now: a message received after what was delivered before."""
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+#: the bot's question to alice, delivered as tw-1 (``bot_asked_alice_and_bob``)
+WELCOME = "@alice welcome! what do you do for work?"
+
+
+async def bot_asked_alice_and_bob(db: postgres.Database) -> None:
+    """Alice and bob said hi; the bot asked alice what she does (``WELCOME``, delivered as tw-1),
+    then bob where he is from (tw-2)."""
+    asked = await journal_turn(
+        db, [msg("m1", "alice", "@mnemo hi, first time here")], reply=WELCOME
+    )
+    to_bob = await journal_turn(
+        db, [msg("m2", "bob", "@mnemo same")], reply="@bob welcome too! where are you from?"
+    )
+    await delivered(db, asked, "tw-1")
+    await delivered(db, to_bob, "tw-2")
+
+
 async def test_a_reply_in_the_thread_of_the_bot_s_question_answers_it(
     db: postgres.Database,
     spaces: fake_spaces.InMemorySpaces,
@@ -183,25 +214,15 @@ async def test_a_reply_in_the_thread_of_the_bot_s_question_answers_it(
     """The bot asked alice something; her answer in the reply thread under the bot's message
     ("@mnemo a nurse, six years now") says nothing first-person, yet it is her answer: kept, and
     indexed and embedded with the bot's question."""
-    welcome = "@alice welcome! what do you do for work?"
-    asked = await journal_turn(
-        db, [msg("m1", "alice", "@mnemo hi, first time here")], reply=welcome
-    )
-    to_bob = await journal_turn(
-        db, [msg("m2", "bob", "@mnemo same")], reply="@bob welcome too! where are you from?"
-    )
-    for turn_id, part_id in ((asked, "tw-1"), (to_bob, "tw-2")):
-        await db.pool.execute(
-            sql.queries["twitch_delivery_record"], turn_id, 0, "s1", part_id, "sent", 1, None
-        )
+    await bot_asked_alice_and_bob(db)
     answer = "@mnemo a nurse, six years now"
     turns = [
-        await journal_turn(db, [msg("m3", "alice", answer, second=5, reply_to="tw-1")]),
-        # the same words outside the thread: said to the bot, about nothing of hers
-        await journal_turn(db, [msg("m4", "alice", answer, second=9)]),
+        await journal_turn(db, [msg("m3", "alice", answer, at=after(5), reply_to="tw-1")]),
+        # the same words again outside the thread: not her first message since the question
+        await journal_turn(db, [msg("m4", "alice", answer, at=after(9))]),
         # in the thread of the bot's question to bob: not put to her
         await journal_turn(
-            db, [msg("m5", "alice", "@mnemo Lyon, since May", second=12, reply_to="tw-2")]
+            db, [msg("m5", "alice", "@mnemo Lyon, since May", at=after(12), reply_to="tw-2")]
         ),
     ]
     results = [await consolidator.consolidate(turn_id) for turn_id in turns]
@@ -210,10 +231,87 @@ async def test_a_reply_in_the_thread_of_the_bot_s_question_answers_it(
     assert memory.text == answer and memory.origin_message_ids == ("m3",)
     assert memory.context_question == "what do you do for work?"
     assert memory.context_message_id == "tw-1"
-    assert memory.context_terms == spaces.sparse.context_terms(welcome) != ()
+    assert memory.context_terms == spaces.sparse.context_terms(WELCOME) != ()
     assert results[1].dropped == {"m4": "not_self_statement"}
     assert results[2].dropped == {"m5": "not_self_statement"}
     assert memory.dense_text == f"what do you do for work? {answer}"  # what its vector is of
+
+
+async def test_a_viewer_s_first_message_after_the_bot_s_question_to_them_answers_it(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    """Most answers are not in a reply thread: alice's first message after the bot asked her,
+    with bob's chat between, answers the bot; a second message of hers does not, nor does a
+    message of carla's after the bot's question to bob, nor alice's words in a reply to bob."""
+    await bot_asked_alice_and_bob(db)
+    answer = "@Mnemo a nurse, six years now"
+    first = await journal_turn(
+        db, [msg("m3", "bob", "lol nice", at=after(1)), msg("m4", "alice", answer, at=after(2))]
+    )
+    later = await journal_turn(
+        db,
+        [
+            msg("m5", "alice", "@mnemo Lyon, since May", at=after(3)),
+            msg("m6", "carla", "@mnemo Lyon, since May", at=after(4)),
+        ],
+    )
+    results = [await consolidator.consolidate(turn_id) for turn_id in (first, later)]
+
+    [memory] = await spaces.list(identity.personal_key("1001"))
+    assert memory.text == answer and memory.origin_message_ids == ("m4",)
+    assert memory.context_question == "what do you do for work?"
+    assert memory.context_message_id == "tw-1"
+    assert memory.context_terms == spaces.sparse.context_terms(WELCOME) != ()
+    assert results[0].dropped == {"m3": "short_reaction"}
+    assert results[1].dropped == {"m5": "not_self_statement", "m6": "not_self_statement"}
+    assert await spaces.list(identity.personal_key("1003")) == []
+
+
+async def test_a_question_of_the_bot_to_nobody_is_answered_by_the_next_message_only(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    """The bot asks the chat ("what's everyone's favourite pizza?"): the next message answers it,
+    as a viewer's answer to another viewer's question does; the one after it does not."""
+    asked = await journal_turn(
+        db, [msg("m1", "alice", "@mnemo hi")], reply="what's your favourite pizza, chat?"
+    )
+    await delivered(db, asked, "tw-1")
+    turn_id = await journal_turn(
+        db,
+        [
+            msg("m2", "bob", "margherita, always", at=after(1)),
+            msg("m3", "carla", "margherita, always", at=after(2)),
+        ],
+    )
+    result = await consolidator.consolidate(turn_id)
+
+    [memory] = await spaces.list(identity.personal_key("1002"))
+    assert memory.context_question == "what's your favourite pizza, chat?"
+    assert memory.context_message_id == "tw-1"
+    assert result.dropped == {"m3": "not_self_statement"}
+
+
+async def test_a_reply_not_delivered_to_chat_is_no_question_a_message_answers(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    """A replay or the console delivers nothing to Twitch: the bot's reply there is no context,
+    so a replayed channel consolidates as before."""
+    await journal_turn(
+        db, [msg("m1", "alice", "@mnemo hi")], reply="@alice what do you do for work?"
+    )
+    turn_id = await journal_turn(
+        db, [msg("m2", "alice", "@mnemo a nurse, six years now", at=after(1))]
+    )
+    result = await consolidator.consolidate(turn_id)
+
+    assert result.dropped == {"m2": "not_self_statement"}
+    assert await spaces.list(identity.personal_key("1001")) == []
 
 
 def test_a_question_put_to_somebody_else_is_not_what_the_next_message_answers() -> None:

@@ -110,6 +110,7 @@ HOT: dict[str, tuple[Any, ...]] = {
     "state_viewer_by_login": ("viewer42",),
     "jobs_enqueue": ("consolidate_turn", "t-new", "{}", 5),
     "memory_bot_replies": (["tw99990", "unknown"],),
+    "memory_bot_questions": ("s1", "t99991", ["u1", "u2"]),
     "reply_is_bot_message": ("tw99990",),
     "jobs_claim": (1, "consolidation"),
     "jobs_by_dedupe_key": ("consolidate_turn", "t99990"),

@@ -225,22 +225,26 @@ async def drive(
     seen["sessions"] = len({c.session_id for c in fake.connections})
 
 
-async def test_an_answer_in_the_thread_of_the_bot_s_question_is_remembered_with_it(
+@pytest.mark.parametrize("in_thread", [True, False], ids=["in its reply thread", "in chat"])
+async def test_an_answer_to_the_bot_s_question_is_remembered_with_it(
     make_settings: SettingsFactory,
     twitch_fake: fake_twitch.FakeTwitch,
     fake_ollama: fake_ollama_module.FakeOllama,
+    in_thread: bool,
 ) -> None:
-    """The bot asks alice what she does; she answers in the reply thread under its message, as
-    Twitch's clients send it ("@memorybot a nurse, six years now"). Consolidated, her answer is
-    her memory, with the bot's question it answers."""
+    """The bot asks alice what she does, bob says hi, and alice answers ("@memorybot a nurse, six
+    years now"): in the reply thread under the bot's message, as Twitch's clients send it, or as
+    her next message in chat. Consolidated, her answer is her memory, with the bot's question it
+    answers. Bob's turn is answered after alice's reply was delivered and recorded (one turn after
+    another), so her answer arrives after both, as in chat."""
     fake = twitch_fake
     fake.live[fake_twitch.OWNER_ID] = "777"
     settings = twitch_settings(
         make_settings, fake, ollama_host=fake_ollama.url, batch={"max_messages": 1}
     )
     question = "@alice welcome! what do you do for work?"
-    fake_ollama.reply(question)
-    fake_ollama.reply("@alice a nurse, lovely!")
+    for reply in (question, "@bob hey there!", "@alice a nurse, lovely!"):
+        fake_ollama.reply(reply)
     answer = f"@{fake_twitch.BOT_LOGIN} a nurse, six years now"
     stop = asyncio.Event()
 
@@ -249,11 +253,15 @@ async def test_an_answer_in_the_thread_of_the_bot_s_question_is_remembered_with_
             await fake.wait_subscriptions(1)
             await fake.push_chat(say("alice", "3003", f"@{fake_twitch.BOT_LOGIN} hi, first time"))
             await fake.wait_sent(1)
+            await fake.push_chat(say("bob", "3004", f"@{fake_twitch.BOT_LOGIN} hey"))
+            await fake.wait_sent(2)
             thread = eventsub.thread_reply(
                 fake.sent_ids[0], question, fake_twitch.BOT_ID, fake_twitch.BOT_LOGIN
             )
-            await fake.push_chat(say("alice", "3003", answer, reply_to=thread))
-            await fake.wait_sent(2)
+            await fake.push_chat(
+                say("alice", "3003", answer, reply_to=thread if in_thread else None)
+            )
+            await fake.wait_sent(3)
         finally:
             stop.set()
 

@@ -155,14 +155,23 @@ def _reaction(event: models.ChatEvent) -> bool:
     return event.kind is not models.EventKind.EVENT and noise.is_reaction(event.text)
 
 
-#: the "@login " a chat client puts before a reply in a thread
-_THREAD_PREFIX = re.compile(r"^\s*@\w+[\s,:]*")
+#: a leading "@name " (the name in group 1): a reply thread's, put there by the chat client
+_LEADING_MENTION = re.compile(r"^\s*@(\w+)[\s,:]*")
 
 
 def _asked_of(reply: str, login: str) -> str | None:
-    """The question of the bot's ``reply`` that a reply in its thread by ``login`` answers: its
-    last one, when the reply @names nobody or them (``documents.put_to``)."""
+    """The question of the bot's ``reply`` that a reply to it by ``login`` answers: its last one,
+    when the reply @names nobody or them (``documents.put_to``)."""
     return documents.asked_question(reply) if documents.put_to(reply, login) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _BotWords:
+    """The bot's reply a viewer's message answers: in the reply thread under it (``thread``), or
+    as the viewer's first message after it when it named them or came just before."""
+
+    before: _Before
+    thread: bool
 
 
 def bot_logins(settings: Settings) -> frozenset[str]:
@@ -197,6 +206,11 @@ class Consolidator:
         #: the persona name and the bot login: a message naming them is addressed to the bot
         self.bot_names = tuple(filter(None, (settings.bot_name, settings.bot_login)))
 
+    def add_bot_name(self, login: str) -> None:
+        """The bot account's login, learnt at start-up (``Services.learn_bot_login``)."""
+        if login and login not in self.bot_names:
+            self.bot_names = (*self.bot_names, login)
+
     def is_bot(self, event: models.ChatEvent) -> bool:
         return event.user_id in self.bot_ids or identity.normalize_login(event.login) in self.bots
 
@@ -224,20 +238,20 @@ class Consolidator:
                 if rows
                 else None
             )
-            threads = await self._threads(rows)
+            answered = await self._bot_words(turn_id, stream, rows)
         messages = [_event(row) for row in rows]
         context = _Before(before["user_id"], before["id"], before["text"]) if before else None
         tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
         decision = await self.barrier.excluded(turn_id)
-        draft = self._draft(turn_id, turn, messages, tombstones, decision, context, threads)
+        draft = self._draft(turn_id, turn, messages, tombstones, decision, context, answered)
         condensed, refreshed = await self._facts(turn_id, draft.personal)
         async with viewer_lock.hold(self.db, {m.event.user_id for m in messages}) as conn:
             tombstones = await self._tombstones(conn, turn_id, messages, condensed)
             if ("turn", turn_id) in tombstones:
                 return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
-            draft = self._draft(turn_id, turn, messages, tombstones, decision, context, threads)
+            draft = self._draft(turn_id, turn, messages, tombstones, decision, context, answered)
             forgotten = {target for kind, target in tombstones if kind == "memory"}
             condensed = facts.live(condensed, draft.personal, forgotten)
             await self._write(turn_id, draft, condensed, refreshed)
@@ -286,17 +300,17 @@ class Consolidator:
         tombstones: Mapping[tuple[str, str], datetime | None],
         decision: barrier.BarrierDecision,
         context: _Before | None = None,
-        threads: Mapping[str, str] | None = None,
+        answered: Mapping[str, _BotWords] | None = None,
     ) -> _Draft:
         """What the turn gives, minus everything forgotten (redacted, tombstoned). ``context``:
-        the stream's message before the turn; ``threads``: the bot's replies its messages answer
-        in a reply thread (``_threads``)."""
+        the stream's message before the turn; ``answered``: the bot's replies its messages answer
+        (``_bot_words``)."""
         if context is not None and ("viewer", context.user_id) in tombstones:
             context = None  # a forgotten viewer's words index nothing
         public = [
             m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
         ]
-        personal, dropped = self._personal(turn_id, public, decision, context, threads or {})
+        personal, dropped = self._personal(turn_id, public, decision, context, answered or {})
         personal = [r for r in personal if ("memory", r.id) not in tombstones]
         episode = None
         if self.settings.memory.use_episodic:
@@ -354,14 +368,42 @@ class Consolidator:
             if stale:
                 await self.spaces.delete(space, stale)
 
-    async def _threads(self, rows: Sequence[postgres.Record]) -> dict[str, str]:
-        """The bot's replies that the turn's messages answer in a reply thread: the id of the
-        bot's message each replies to → the text of the bot's reply."""
+    async def _bot_words(
+        self, turn_id: str, stream: str, rows: Sequence[postgres.Record]
+    ) -> dict[str, _BotWords]:
+        """The bot's delivered replies the turn's messages answer, by message id: the one a
+        message replies to in its reply thread; else, for a message outside any thread, the
+        newest reply of the stream's last three turns that @named its author, when it is their
+        first message since (received after the reply was delivered), or that @named nobody, when
+        it is the first message of the stream since. Replays and the console deliver nothing to
+        Twitch: none there."""
         parents = sorted({row["reply_to"] for row in rows if row["reply_to"]})
-        if not parents:
-            return {}
-        found = await self.db.pool.fetch(sql.queries["memory_bot_replies"], parents)
-        return {row["id"]: row["reply"] for row in found}
+        found = (
+            await self.db.pool.fetch(sql.queries["memory_bot_replies"], parents) if parents else []
+        )
+        threads = {row["id"]: row["reply"] for row in found}
+        out = {
+            row["id"]: _BotWords(_Before("", row["reply_to"], threads[row["reply_to"]]), True)
+            for row in rows
+            if row["reply_to"] in threads
+        }
+        plain = [row for row in rows if not row["reply_to"]]
+        if not plain:
+            return out
+        authors = sorted({row["user_id"] for row in plain})
+        replies = await self.db.pool.fetch(
+            sql.queries["memory_bot_questions"], stream, turn_id, authors
+        )
+        for row in plain:
+            for reply in replies:  # newest first
+                named = documents.named(reply["reply"])
+                login = identity.normalize_login(row["login"])
+                if (login in named and row["id"] in reply["firsts"]) or (
+                    not named and row["id"] == reply["next_id"]
+                ):
+                    out[row["id"]] = _BotWords(_Before("", reply["id"], reply["reply"]), False)
+                    break
+        return out
 
     async def _tombstones(
         self,
@@ -404,7 +446,7 @@ class Consolidator:
         events: Sequence[models.ChatEvent],
         decision: barrier.BarrierDecision,
         context: _Before | None = None,
-        threads: Mapping[str, str] | None = None,
+        answered: Mapping[str, _BotWords] | None = None,
     ) -> tuple[list[memory_records.MemoryRecord], dict[str, str]]:
         records: list[memory_records.MemoryRecord] = []
         dropped: dict[str, str] = {}
@@ -412,13 +454,12 @@ class Consolidator:
             before = context if context is not None and context.user_id != event.user_id else None
             asked = before.text if before is not None else None
             text = event.text
-            parent = event.reply_to
-            if threads and parent is not None and parent in threads:
-                # a reply in a thread under the bot's message answers the bot's reply: its
-                # question is the context, and the thread's "@bot " prefix addresses nobody
-                before = _Before("", parent, threads[parent])
-                asked = _asked_of(before.text, event.login)
-                text = _THREAD_PREFIX.sub("", text, count=1)
+            bot = (answered or {}).get(event.id)
+            if bot is not None:
+                # an answer to the bot's reply: its question is the context, and a leading
+                # "@bot" (a thread's prefix, or the viewer's own) addresses nobody
+                before, asked = bot.before, _asked_of(bot.before.text, event.login)
+                text = self._unprefixed(text, thread=bot.thread)
             context = _Before(event.user_id, event.id, event.text)
             reason = self._ineligible(event, decision)
             if reason is None:
@@ -431,6 +472,17 @@ class Consolidator:
             record = documents.personal_record(turn_id, event, answers, self.spaces.sparse)
             records.append(dataclasses.replace(record, space=self._space(event.user_id)))
         return records, dropped
+
+    def _unprefixed(self, text: str, *, thread: bool) -> str:
+        """``text`` without the "@name " it opens with, when that is a reply thread's (any
+        name: the client puts the parent's author) or the bot's own."""
+        lead = _LEADING_MENTION.match(text)
+        if lead is None:
+            return text
+        names = {identity.normalize_login(name) for name in self.bot_names}
+        if thread or identity.normalize_login(lead.group(1)) in names:
+            return text[lead.end() :]
+        return text
 
     def _space(self, user_id: str) -> str:
         split = self.settings.memory.attribution_split

@@ -68,10 +68,15 @@ def personal_record(
     )
 
 
+def named(text: str) -> frozenset[str]:
+    """The normalized logins a message @names."""
+    return frozenset(identity.normalize_login(name) for name in _NAMED.findall(text))
+
+
 def put_to(question: str, login: str) -> bool:
     """Whether a message may be put to the viewer ``login``: it @names nobody, or them."""
-    named = {identity.normalize_login(name) for name in _NAMED.findall(question)}
-    return not named or identity.normalize_login(login) in named
+    names = named(question)
+    return not names or identity.normalize_login(login) in names
 
 
 def asked_question(text: str) -> str | None:

@@ -130,3 +130,32 @@ SELECT greatest(now(), (SELECT max(ts) FROM messages WHERE user_id = $1));
 SELECT d.twitch_message_id AS id, o.reply FROM turn_deliveries d
 JOIN turn_outcomes o ON o.turn_id = d.turn_id
 WHERE d.twitch_message_id = ANY($1::text[]) AND o.reply IS NOT NULL;
+
+-- memory_bot_questions --
+-- description: the bot's replies delivered to chat in the stream's three turns before turn $2 ($1 stream), newest first: the Twitch id of each one's last part, its text, the first chat message received after it in the stream (next_id) and the first of each viewer of $3 (firsts; both within five minutes of chat time, Twitch's clock): a message outside a reply thread may answer the bot's reply just before it, or one that named its author
+WITH recent AS (
+    SELECT t.id, t.seq FROM turns t
+    WHERE t.stream = $1 AND t.seq < (SELECT seq FROM turns WHERE id = $2)
+    ORDER BY t.seq DESC LIMIT 3
+), replies AS (
+    SELECT r.seq, o.reply, d.id, d.at
+    FROM recent r
+    JOIN turn_outcomes o ON o.turn_id = r.id AND o.reply IS NOT NULL
+    JOIN LATERAL (
+        SELECT (array_agg(twitch_message_id ORDER BY part DESC, id DESC))[1] AS id, min(at) AS at
+        FROM turn_deliveries
+        WHERE turn_id = r.id AND status = 'sent' AND twitch_message_id IS NOT NULL
+    ) d ON d.id IS NOT NULL
+)
+SELECT p.id, p.reply,
+       (SELECT m.id FROM messages_visible m
+        WHERE m.stream = $1 AND m.kind = 'message' AND m.received_at > p.at
+          AND m.ts > p.at - interval '5 minutes'
+        ORDER BY m.ts, m.seq LIMIT 1) AS next_id,
+       ARRAY(SELECT f.id FROM unnest($3::text[]) AS a (user_id)
+             CROSS JOIN LATERAL (
+                 SELECT m.id FROM messages_visible m
+                 WHERE m.stream = $1 AND m.user_id = a.user_id AND m.kind = 'message'
+                   AND m.received_at > p.at AND m.ts > p.at - interval '5 minutes'
+                 ORDER BY m.ts, m.seq LIMIT 1) f) AS firsts
+FROM replies p ORDER BY p.seq DESC;
