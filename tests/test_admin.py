@@ -112,6 +112,33 @@ async def test_inspect_and_export_show_the_superseded_mark(
     assert exported["I work as a graphic designer"]["superseded_by"] == tester["id"]
 
 
+async def test_inspect_shows_the_question_a_memory_answers(
+    db: postgres.Database, settings: settings_module.Settings, stream: list[str]
+) -> None:
+    """An answer with no "I" in it is the viewer's memory for the question it answers: inspect
+    says which, so a moderator reads it as the viewer meant it."""
+    memory = await qdrant.open_spaces(settings, embedders.OfflineHashEmbedder())
+    try:
+        asked = [
+            msg("m4", "bob", "@alice what do you do on weekends?", second=9),
+            msg("m5", "alice", "hiking in the Dolomites mostly", second=10),
+        ]
+        turn_id = await helpers.journal_turn(db, asked)
+        await consolidation.Consolidator(db, memory, settings).consolidate(turn_id)
+    finally:
+        await memory.close()
+
+    [hiking] = [m for m in (await inspect(settings))["memories"] if m["text"].startswith("hiking")]
+    assert hiking["context_question"] == "what do you do on weekends?"
+    code, out, _ = await run(settings, "inspect", "--viewer", "alice")
+    assert code == 0
+    assert (
+        f'hiking in the Dolomites mostly  (answering "what do you do on weekends?", turn {turn_id}'
+        in out
+    )
+    assert out.count("answering") == 1
+
+
 async def test_unknown_viewer_or_id_is_one_line_on_stderr_and_exit_1(
     settings: settings_module.Settings, stream: list[str]
 ) -> None:

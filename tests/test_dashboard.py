@@ -23,8 +23,10 @@ import pytest
 
 from bot.web import serve
 from memory import reply, runtime
+from memory.consolidate import consolidation
 from tests import dashboard_helpers
 from tests import test_admin as admin_tests
+from tests import test_consolidation as helpers
 from tests.fakes import twitch as fake_twitch
 from tests.fakes import twitch_oauth
 
@@ -176,6 +178,26 @@ async def test_the_viewer_page_shows_a_superseded_memory_with_its_mark(
         page = await client.get(f"{base}/viewers/1001")
     assert page.status_code == 200 and "I work as a graphic designer" in page.text
     assert f"superseded by <code>{cat.id[:8]}</code> on 2026-12-06" in page.text
+
+
+async def test_the_viewer_page_shows_the_question_a_memory_answers(
+    dashboard: tuple[str, runtime.Services],
+    db: postgres.Database,
+    settings: settings_module.Settings,
+) -> None:
+    base, services = dashboard
+    asked = [
+        helpers.msg("m4", "bob", "@alice what do you do on weekends?", second=9),
+        helpers.msg("m5", "alice", "hiking in the Dolomites mostly", second=10),
+    ]
+    turn_id = await helpers.journal_turn(db, asked)
+    await consolidation.Consolidator(db, services.spaces, settings).consolidate(turn_id)
+    async with httpx.AsyncClient() as client:
+        await sign_in(client, base, MODERATOR[1])
+        page = await client.get(f"{base}/viewers/1001")
+    assert page.status_code == 200 and "hiking in the Dolomites mostly" in page.text
+    assert "answering “what do you do on weekends?”" in page.text
+    assert page.text.count("answering") == 1
 
 
 def _need_chromium() -> None:

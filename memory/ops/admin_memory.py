@@ -65,7 +65,10 @@ async def inspect(
     lines = [f"{viewer.login} (user {viewer.user_id}): {counted(len(memories), 'memory')}"]
     for r in memories:
         origin = ",".join(r.origin_message_ids)
-        line = f"{r.id}  [{r.kind.value}]  {r.text}  (turn {r.turn_id}, messages {origin})"
+        answering = f'answering "{r.context_question}", ' if r.context_question else ""
+        line = (
+            f"{r.id}  [{r.kind.value}]  {r.text}  ({answering}turn {r.turn_id}, messages {origin})"
+        )
         lines.append(line + superseded(r))
     io.result(data, "\n".join(lines))
     return admin_io.OK
