@@ -155,7 +155,8 @@ def _reaction(event: models.ChatEvent) -> bool:
     return event.kind is not models.EventKind.EVENT and noise.is_reaction(event.text)
 
 
-#: a leading "@name " (the name in group 1): a reply thread's, put there by the chat client
+#: a leading "@name " (the name in group 1): a reply thread's (the chat client puts the parent's
+#: author there) or the viewer's own
 _LEADING_MENTION = re.compile(r"^\s*@(\w+)[\s,:]*")
 
 
@@ -395,9 +396,9 @@ class Consolidator:
             sql.queries["memory_bot_questions"], stream, turn_id, authors
         )
         for row in plain:
+            login = identity.normalize_login(row["login"])
             for reply in replies:  # newest first
                 named = documents.named(reply["reply"])
-                login = identity.normalize_login(row["login"])
                 if (login in named and row["id"] in reply["firsts"]) or (
                     not named and row["id"] == reply["next_id"]
                 ):

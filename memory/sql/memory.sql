@@ -132,7 +132,7 @@ JOIN turn_outcomes o ON o.turn_id = d.turn_id
 WHERE d.twitch_message_id = ANY($1::text[]) AND o.reply IS NOT NULL;
 
 -- memory_bot_questions --
--- description: the bot's replies delivered to chat in the stream's three turns before turn $2 ($1 stream), newest first: the Twitch id of each one's last part, its text, the first chat message received after it in the stream (next_id) and the first of each viewer of $3 (firsts; both within five minutes of chat time, Twitch's clock): a message outside a reply thread may answer the bot's reply just before it, or one that named its author
+-- description: the bot's replies delivered to chat in the stream's three turns before turn $2 ($1 stream), newest first: the Twitch id of each one's last part, its text, the first chat message received after it in the stream (next_id) and the first of each viewer of $3 (firsts): received after its delivery (both on Postgres' clock), of a chat time from five minutes before it on (Twitch's clock; the bound lets the index start near): a message outside a reply thread may answer the bot's reply just before it, or one that named its author
 WITH recent AS (
     SELECT t.id, t.seq FROM turns t
     WHERE t.stream = $1 AND t.seq < (SELECT seq FROM turns WHERE id = $2)
