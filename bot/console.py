@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Literal, TextIO
 import pydantic
 
 from bot import output
-from memory import errors, identity, inbound, models, session, stopping
+from bot.twitch import deliveries, sending
+from memory import errors, identity, inbound, models, outage, session, stopping
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -113,6 +114,26 @@ async def lines(source: TextIO = sys.stdin) -> AsyncGenerator[str]:
         transport.close()
 
 
+#: the channel of the console's deliveries (``turn_deliveries``)
+CONSOLE_CHANNEL = "console"
+
+
+def console_deliveries(report: models.TurnReport) -> list[sending.Delivery]:
+    """The reply's chat messages as the console showed them (``output.reply_lines``): sent,
+    each with a message id of its own (``console-<turn id>-<part>``)."""
+    parts = sending.split_message(report.reply or "")
+    return [
+        sending.Delivery(
+            part=index,
+            channel=CONSOLE_CHANNEL,
+            text=part,
+            status=sending.DeliveryStatus.SENT,
+            message_id=f"{CONSOLE_CHANNEL}-{report.turn_id}-{index}",
+        )
+        for index, part in enumerate(parts)
+    ]
+
+
 async def console(
     services: services_module.Services,
     *,
@@ -128,7 +149,16 @@ async def console(
     print(HELP, file=sys.stderr)
     print(f"stream session {stream}", file=sys.stderr)
 
+    log = deliveries.DeliveryLog(services.db)
+
     async def deliver(report: models.TurnReport) -> None:
+        if report.reply:  # recorded before it shows: a line typed after it may answer it
+            parts = console_deliveries(report)
+            await outage.patiently(
+                lambda: log.record(report.turn_id, parts),
+                wait_seconds=services.settings.ingest.write_wait_seconds,
+                what=f"deliveries of turn {report.turn_id}",
+            )
         output.human(report, no_llm=no_llm)
 
     async with session.LiveSession(services, deliver, commands=commands) as live:

@@ -116,6 +116,29 @@ async def test_the_session_with_the_fake_ollama(
     assert EMAIL not in json.dumps(journal) and EMAIL not in _printed(reports)
 
 
+async def test_a_line_typed_after_the_bot_s_question_answers_it(
+    fake_ollama: fake_ollama_module.FakeOllama,
+    bots: list[live_bot.LiveBot],
+    tmp_path: Path,
+    database_url: str,
+) -> None:
+    """The console shows the bot's reply as chat does, and records it delivered before it shows:
+    alice's next line ("@Mnemo a nurse, six years now") answers the question it asked her, and is
+    remembered with it."""
+    for reply in ("@alice welcome! what do you do for work?", "@alice a nurse, lovely!"):
+        fake_ollama.reply(reply)
+    bot = await _console(bots, tmp_path, {**_env(database_url), "OLLAMA_HOST": fake_ollama.url})
+    for line in ("alice: @Mnemo hi, first time here", "alice: @Mnemo a nurse, six years now"):
+        await asyncio.to_thread(bot.say, line)
+        await asyncio.to_thread(bot.consolidated)
+    held = await asyncio.to_thread(bot.admin_json, "inspect", "--viewer", "alice")
+    assert await asyncio.to_thread(bot.quit) == 0, "".join(bot.log)
+
+    [answer] = [m for m in held["memories"] if "nurse" in m["text"]]
+    assert answer["context_question"] == "what do you do for work?"
+    assert answer["context_message_id"].startswith("console-")
+
+
 def _redacted(line: str) -> str:
     return line.partition(": ")[2].replace(EMAIL, "[redacted:email]")
 

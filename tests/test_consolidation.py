@@ -300,8 +300,8 @@ async def test_a_reply_not_delivered_to_chat_is_no_question_a_message_answers(
     spaces: fake_spaces.InMemorySpaces,
     consolidator: consolidation.Consolidator,
 ) -> None:
-    """A replay or the console delivers nothing to Twitch: the bot's reply there is no context,
-    so a replayed channel consolidates as before."""
+    """A replay delivers nothing to chat: the bot's reply there is no context, so a replayed
+    channel (the evaluation's) consolidates as before."""
     await journal_turn(
         db, [msg("m1", "alice", "@mnemo hi")], reply="@alice what do you do for work?"
     )

@@ -376,8 +376,8 @@ class Consolidator:
         message replies to in its reply thread; else, for a message outside any thread, the
         newest reply of the stream's last three turns that @named its author, when it is their
         first message since (received after the reply was delivered), or that @named nobody, when
-        it is the first message of the stream since. Replays and the console deliver nothing to
-        Twitch: none there."""
+        it is the first message of the stream since. A replay delivers nothing: none there (the
+        console records what it shows, ``bot.console.console_deliveries``)."""
         parents = sorted({row["reply_to"] for row in rows if row["reply_to"]})
         found = (
             await self.db.pool.fetch(sql.queries["memory_bot_replies"], parents) if parents else []
