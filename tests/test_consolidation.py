@@ -193,9 +193,9 @@ def after(seconds: int) -> datetime:
 WELCOME = "@alice welcome! what do you do for work?"
 
 
-async def bot_asked_alice_and_bob(db: postgres.Database) -> None:
+async def bot_asked_alice_and_bob(db: postgres.Database) -> str:
     """Alice and bob said hi; the bot asked alice what she does (``WELCOME``, delivered as tw-1),
-    then bob where he is from (tw-2)."""
+    then bob where he is from (tw-2). Returns the turn it asked alice in."""
     asked = await journal_turn(
         db, [msg("m1", "alice", "@mnemo hi, first time here")], reply=WELCOME
     )
@@ -204,6 +204,7 @@ async def bot_asked_alice_and_bob(db: postgres.Database) -> None:
     )
     await delivered(db, asked, "tw-1")
     await delivered(db, to_bob, "tw-2")
+    return asked
 
 
 async def test_a_reply_in_the_thread_of_the_bot_s_question_answers_it(
@@ -267,6 +268,28 @@ async def test_a_viewer_s_first_message_after_the_bot_s_question_to_them_answers
     assert results[0].dropped == {"m3": "short_reaction"}
     assert results[1].dropped == {"m5": "not_self_statement", "m6": "not_self_statement"}
     assert await spaces.list(identity.personal_key("1003")) == []
+
+
+async def test_the_bot_s_question_in_a_forgotten_turn_is_no_context(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    """Alice forgot the turn the bot asked her in (its reply may repeat what she said): her
+    answer after it, in its thread or not, is read as if the bot had asked nothing."""
+    asked = await bot_asked_alice_and_bob(db)
+    await operations.Operations(db, spaces).forget_turn(asked, actor="test")
+    answer = "@mnemo a nurse, six years now"
+    turns = [
+        await journal_turn(db, [msg("m3", "alice", answer, at=after(1))]),
+        await journal_turn(db, [msg("m4", "alice", answer, at=after(2), reply_to="tw-1")]),
+    ]
+    results = [await consolidator.consolidate(turn_id) for turn_id in turns]
+
+    assert [r.dropped for r in results] == [
+        {"m3": "not_self_statement"},
+        {"m4": "not_self_statement"},
+    ]
 
 
 async def test_a_question_of_the_bot_to_nobody_is_answered_by_the_next_message_only(

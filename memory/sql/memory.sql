@@ -126,13 +126,14 @@ SELECT DISTINCT stream FROM messages WHERE user_id = $1 ORDER BY stream;
 SELECT greatest(now(), (SELECT max(ts) FROM messages WHERE user_id = $1));
 
 -- memory_bot_replies --
--- description: the bot's replies that chat messages answer in a reply thread ($1 Twitch message ids of the bot's delivered messages): each id and the text of its turn's reply
+-- description: the bot's replies that chat messages answer in a reply thread ($1 Twitch message ids of the bot's delivered messages): each id and the text of its turn's reply, unless that turn was forgotten
 SELECT d.twitch_message_id AS id, o.reply FROM turn_deliveries d
 JOIN turn_outcomes o ON o.turn_id = d.turn_id
-WHERE d.twitch_message_id = ANY($1::text[]) AND o.reply IS NOT NULL;
+WHERE d.twitch_message_id = ANY($1::text[]) AND o.reply IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM memory_tombstones f WHERE f.kind = 'turn' AND f.target = d.turn_id);
 
 -- memory_bot_questions --
--- description: the bot's replies delivered to chat in the stream's three turns before turn $2 ($1 stream), newest first: the Twitch id of each one's last part, its text, the first chat message received after it in the stream (next_id) and the first of each viewer of $3 (firsts): received after its delivery (both on Postgres' clock), of a chat time from five minutes before it on (Twitch's clock; the bound lets the index start near): a message outside a reply thread may answer the bot's reply just before it, or one that named its author
+-- description: the bot's replies delivered to chat in the stream's three turns before turn $2 ($1 stream), but a forgotten turn's, newest first: the Twitch id of each one's last part, its text, the first chat message received after it in the stream (next_id) and the first of each viewer of $3 (firsts): received after its delivery (both on Postgres' clock), of a chat time from five minutes before it on (Twitch's clock; the bound lets the index start near): a message outside a reply thread may answer the bot's reply just before it, or one that named its author
 WITH recent AS (
     SELECT t.id, t.seq FROM turns t
     WHERE t.stream = $1 AND t.seq < (SELECT seq FROM turns WHERE id = $2)
@@ -141,6 +142,9 @@ WITH recent AS (
     SELECT r.seq, o.reply, d.id, d.at
     FROM recent r
     JOIN turn_outcomes o ON o.turn_id = r.id AND o.reply IS NOT NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM memory_tombstones f WHERE f.kind = 'turn' AND f.target = r.id
+        )
     JOIN LATERAL (
         SELECT (array_agg(twitch_message_id ORDER BY part DESC, id DESC))[1] AS id, min(at) AS at
         FROM turn_deliveries
