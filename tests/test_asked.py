@@ -27,6 +27,25 @@ from memory.recall import asked, context
         ("Mnemo ti ricordi come si chiama il mio animale?", {"pet"}),
         ("@Mnemo what is @hanna studying at uni?", {"study"}),
         ("@Mnemo what's my name?", {"name"}),
+        # the everyday slots (memory.recall.everyday)
+        ("@Mnemo does @tom play any instruments?", {"instrument"}),
+        ("@Mnemo @ines_qz suona qualche strumento?", {"instrument"}),
+        ("What instruments does Melanie play?", {"instrument"}),
+        ("@Mnemo @giulia pratica qualche sport?", {"sport"}),
+        ("@Mnemo does @rikk0 play any sports?", {"sport"}),
+        ("@Mnemo @sofi ha la patente?", {"drive"}),
+        ("@Mnemo does @nina drive?", {"drive"}),
+        ("@Mnemo does @bob have a car?", {"drive"}),
+        ("@Mnemo does @dave still smoke?", {"smoke"}),
+        ("@Mnemo @luca fuma ancora?", {"smoke"}),
+        ("@Mnemo does @nina eat meat?", {"diet"}),
+        ("@Mnemo @sofi mangia carne?", {"diet"}),
+        ("@Mnemo @giulia può mangiare il glutine?", {"diet"}),
+        ("@Mnemo is @hanna vegan?", {"diet"}),
+        ("@Mnemo who is @nina dating?", {"partner"}),
+        ("@Mnemo @tom è sposato?", {"partner"}),
+        ("@Mnemo con chi è sposata @ines?", {"partner"}),
+        ("@Mnemo has @rikk0 got a girlfriend?", {"partner"}),
     ],
 )
 def test_a_question_for_a_slot(question: str, slots: set[str]) -> None:
@@ -50,6 +69,13 @@ def test_a_question_for_a_slot(question: str, slots: set[str]) -> None:
         "@Mnemo da dove vieni?",
         "@Mnemo how old are you?",
         "@Mnemo che lavoro fai?",
+        # the everyday slots' words, not asked for
+        "@Mnemo what sport does @dave follow?",
+        "@Mnemo what game is @tom playing?",
+        "@Mnemo the smoke in that cutscene, did you see it?",
+        "When did Calvin have a car incident?",
+        "@Mnemo is this a single player game?",
+        "@Mnemo what does @luca's girlfriend eat?",
     ],
 )
 def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) -> None:
@@ -77,6 +103,32 @@ def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) 
         ("back from a night shift, being a nurse is brutal", {"job"}),
         ("sono un'illustratrice freelance, faccio copertine", {"job"}),
         ("I quit my job", set()),  # clears the slot: no answer
+        ("I have a horse called Pretzel at a stable", {"pet"}),
+        # the everyday slots (memory.recall.everyday)
+        ("il pianoforte è la mia passione da quando avevo sei anni", {"instrument"}),
+        ("I'm the bassist in a pub covers band", {"instrument"}),
+        ("strimpello l'ukulele la sera", {"instrument"}),
+        ("I've started learning how to play the piano", {"instrument"}),
+        ("abito al quarto piano senza ascensore", set()),  # a floor, not a piano
+        ("my new keyboard has brown switches", set()),
+        ("I can play Guitar Hero blindfolded", set()),
+        ("il sabato gioco a pallavolo con le amiche", {"sport"}),
+        ("I do Brazilian jiu jitsu twice a week", {"sport"}),
+        ("I beat the third gym leader", set()),
+        ("non guido, vado ovunque in bici", {"drive"}),
+        ("I drive a beat up Fiat Panda", {"drive"}),
+        ("I quit cigarettes in March, 8 months clean", {"smoke"}),
+        ("the kitchen filled with smoke when I tried your recipe", set()),
+        ("I'm vegetarian for 6 years now", {"diet"}),
+        ("sono celiaca quindi niente pizza normale", {"diet"}),
+        ("my partner is a firefighter", {"partner"}),
+        ("mio marito è un pilota di linea", {"partner"}),
+        ("me and my duo partner won", set()),
+        ("I'm doing a part-time psychology degree at Trinity", {"study"}),
+        ("the animal crossing soundtrack is my study music", set()),
+        # a sentence that asks says nothing of its speaker
+        ("That's awesome! What type of guitar? Been playing long?", set()),
+        ("do you smoke? I quit cigarettes last year", {"smoke"}),
     ],
 )
 def test_what_a_statement_states(statement: str, slots: set[str]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memory import models
-from memory.recall import context, relevance
+from memory.recall import asked, context, relevance
 
 FLOOR = relevance.Floor(absolute=0.70, gap=0.02, stream_wide=1)
 
@@ -194,6 +194,20 @@ def test_a_profile_that_answers_the_asked_slot_is_all_of_that_viewer() -> None:
     kept, _ = relevance.keep(unmatched, FLOOR, asks=asks)
     assert [i.text for i in kept][:2] == ["lena and bob are a duo", "I live in Lyon"]
     assert "I'm a chef by day, gamer by night" not in [i.text for i in kept]
+
+
+def test_an_everyday_slot_is_answered_by_the_statement_of_it() -> None:
+    # e5 rates the statement sharing the question's word nearer than the answer: "does she
+    # still smoke?"; the slot answer leads, the viewer's other items go
+    items = [
+        item("recall", "the kitchen filled with smoke when I tried your recipe", 0.84),
+        item("recall", "I brew my own beer", 0.83),
+        item("recall", "I quit cigarettes in March, 8 months clean", 0.82),
+    ]
+    asks = {"viewer:alice": asked.slots(context.normalize("@Mnemo does @alice still smoke?"))}
+    kept, dropped = relevance.keep(items, FLOOR, asks=asks)
+    assert [i.text for i in kept] == ["I quit cigarettes in March, 8 months clean"]
+    assert dropped == {"recall:alice": 2}
 
 
 def test_an_asked_slot_the_profile_does_not_hold_changes_nothing() -> None:

@@ -5,7 +5,9 @@
 ``words.normalize``; names and the bot's name may already be gone). Its names are the keys of
 ``memory.consolidate.profile_slots`` (``pet`` stands for every ``pet:<kind>``), so a question's
 slots can be compared with what a remembered statement sets (``profile_slots.slots_of``): when the
-profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``).
+profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``);
+and the everyday slots the profile keeps no value of (``memory.recall.everyday``: an instrument,
+a sport, driving, smoking, diet, a partner), answered by a recalled statement of them.
 
 A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
 viewer's slot (that is lore). The patterns are strict on purpose: a question that only mentions a
@@ -21,6 +23,7 @@ from __future__ import annotations
 import re
 
 from memory.consolidate import profile_slots, profile_words
+from memory.recall import everyday
 from memory.recall.words import normalize
 
 #: slot → what a question asking for it looks like (on normalized text: lower case, no accents,
@@ -72,6 +75,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "name",
             r"\b(?:what s|what is|remember|know) my name\b|\bcome mi chiamo\b",
         ),
+        *everyday.ASKS,
     )
 )
 
@@ -81,10 +85,10 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 #: them ("ho mangiato pesce", "ho fatto da cavia"): a statement here needs no name
 _PETS = (
     r"(?:cats?|kittens?|(?<!\bhot )dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
-    r"|budgies?|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"
+    r"|budgies?|horses?|ponies|pony|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"
     r"|aquariums?|acquari[oi]"
     r"|gatt[oaie]|gattin[oaie]|can[ei]|cagnolin[oaie]|cucciol[oi]|conigli[oe]?|coniglietta"
-    r"|cricet[oi]|pappagall[oi]|pesci|pesciolin[oi]|tartarug[ahe]|furett[oi]|serpent[ei])\b"
+    r"|cricet[oi]|cavall[oi]|pony|pappagall[oi]|pesci|pesciolin[oi]|tartarug[ahe]|furett[oi]|serpent[ei])\b"
 )
 
 
@@ -114,6 +118,11 @@ _STATES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("hometown", r"\bi grew up in\b|\bsono cresciut[oa] (?:a|in)\b|\bborn and raised in\b"),
     )
 )
+#: the everyday slots' statements (``everyday.STATES``), read in what the viewer stated: "what
+#: type of guitar? been playing long?" asks the other, it says nothing of the speaker
+_EVERYDAY = tuple((slot, re.compile(pattern)) for slot, pattern in everyday.STATES)
+#: a sentence that asks (up to its question mark)
+_QUESTION = re.compile(r"[^.!?\n]*\?+")
 
 
 #: "being a nurse is brutal": the speaker's occupation, said in passing
@@ -122,10 +131,13 @@ _BEING = re.compile(r"\bbeing an? (\w+)\b")
 
 def states(text: str) -> frozenset[str]:
     """The slots a viewer's statement gives a value (``pet`` for any pet):
-    ``profile_slots.slots_of`` and the plainer statements of ``_STATES``."""
+    ``profile_slots.slots_of``, the plainer statements of ``_STATES`` and, in its sentences that
+    ask nothing, the everyday slots (``everyday``)."""
     found = {slot.split(":", 1)[0] for slot, value in profile_slots.slots_of(text).items() if value}
     norm = normalize(text)
     found |= {slot for slot, pattern in _STATES if pattern.search(norm)}
+    said = normalize(_QUESTION.sub(" ", text))
+    found |= {slot for slot, pattern in _EVERYDAY if pattern.search(said)}
     if any(m.group(1) in profile_words.OCCUPATIONS_EN for m in _BEING.finditer(norm)):
         found.add("job")
     return frozenset(found)

@@ -1,0 +1,139 @@
+"""The everyday slots a question asks for and a statement answers, beside the profile's
+(``memory.recall.asked``): the instrument a viewer plays, the sport they practise, whether they
+drive or smoke, what they eat, who their partner is, and (statements only) what they study.
+
+The profile (``memory.consolidate.profile_slots``) keeps no value for these: they are many-valued
+("il sabato gioco a pallavolo", "corro la mattina") or said in too many ways to keep one value of.
+They exist for the question that asks for one of them with none of the answer's words ("does she
+eat meat?" for "I'm vegetarian", "ha la patente?" for "non guido", "suona qualche strumento?" for
+"il pianoforte è la mia passione"): e5 puts such an answer within hundredths of the viewer's other
+statements, often below one that shares the question's words ("the kitchen filled with smoke…"
+for "does he still smoke?"). As with the profile's slots, a statement that gives the slot leads
+that viewer's items and the rest of them go (``memory.recall.relevance.answered``).
+
+Both sides read normalized text (``words.normalize``: lower case, no accents, no punctuation,
+apostrophes as spaces). A question's patterns are strict: one that only mentions the slot's word
+("what does @luca's girlfriend do?", "what sport does he follow?", "where is the smoke coming
+from?") asks for none of them. A statement's are the slot's own words where they are unambiguous
+in chat (a "keyboard" is a gamer's, "piano" and "basso" are also plain Italian words, "Guitar Hero"
+is a game): those need a verb of playing.
+
+Chosen from the regulars corpus' ``dev`` questions (docs/evaluation.md, "Precision", "Everyday
+slots"), in English and Italian.
+"""
+
+from __future__ import annotations
+
+_INSTRUMENTS = (
+    r"(?:pianos|piano (?:lessons?|teacher)|guitars?(?! hero)|violins?|cellos?|flutes?|clarinets?"
+    r"|saxophones?|saxes|trumpets?|trombones?|ukuleles?|harps?|accordions?|harmonicas?|banjos?|mandolins?|drums|drum kit"
+    r"|pianist|guitarist|bassist|drummer|violinist|cellist|flautist|saxophonist|trumpeter"
+    r"|pianoforte|chitarr[ae]|violin[oi]|violoncell[oi]|flaut[oi]|clarinett[oi]|sassofon[oi]"
+    r"|fisarmonic[ae]|mandolin[oi]|pianista|chitarrista|bassista|batterista|violinista"
+    r"|violoncellista|flautista|sassofonista|trombettista)"
+)
+#: instruments whose name is also an everyday word: only after a verb of playing
+_PLAYED = (
+    r"\b(?:i play|i m playing|i ve been playing|i played|learning (?:how )?to play|started playing"
+    r"|suono|sto suonando"
+    r"|ho suonato|suonavo|strimpello|imparando a suonare) (?:the |a |an |il |la |lo |l |un |una )?"
+    r"(?:\w+ )?(?:bass|keyboards?|organ|synths?|piano|basso|batteria|tastiera|organo|tromba|sax)\b"
+)
+_SPORTS = (
+    r"(?:football|soccer|basketball|volleyball|tennis|padel|badminton|rugby|baseball|hockey|golf"
+    r"|swimming|cycling|climbing|bouldering|jogging|marathons?|yoga|pilates|crossfit|boxing"
+    r"|kickboxing|karate|judo|jiu jitsu|bjj|taekwondo|fencing|rowing|skiing|snowboarding"
+    r"|surfing|triathlons?|weightlifting|powerlifting|go running|went running|gym(?! leader| badge)"
+    r"|calcio|calcetto|pallavolo|basket|pallacanestro|nuoto|ciclismo|arrampicata|maratona|boxe"
+    r"|scherma|canottaggio|palestra|sci(?! fi)|corro|vado a correre)"
+)
+
+#: slot → what a question asking for it looks like
+ASKS: tuple[tuple[str, str], ...] = (
+    (
+        "instrument",
+        r"\b(?:play|plays|playing) (?:\w+ ){0,2}(?:musical )?instruments?\b"
+        r"|\bwhat (?:musical )?instruments? (?:\w+ ){0,3}(?:play|plays|playing)\b"
+        r"|\bsuon\w* (?:\w+ ){0,2}strument[oi]\b|\b(?:che|quale|quali) strument[oi] suon\w*\b",
+    ),
+    (
+        "sport",
+        r"\b(?:play|plays|do|does|practi[cs]es?) (?:\w+ ){0,2}sports?\b"
+        r"|\bwhat sports? (?:does|do|did) (?:\w+ ){0,2}(?:play|do|practi[cs]e)\b"
+        r"|\bis (?:\w+ ){0,2}sporty\b"
+        r"|\b(?:pratica|pratichi|fa|fai) (?:qualche |uno |dello |degli |molto )?sport\b"
+        r"|\bche sport (?:pratica|pratichi|fa|fai)\b|\b(?:e|sei) sportiv[oa]\b"
+        r"|\bche arti? marziali? (?:pratica|fa)\b",
+    ),
+    (
+        "drive",
+        r"\b(?:does|do|can|did) (?:\w+ ){0,2}drive\b|\bdriv(?:ing|er s|ers) licen[cs]e\b"
+        r"|\b(?:have|has|got|own|owns) (?:a |any )?car(?:$| now| yet| anymore)"
+        r"|\b(?:ha|hai|ho) (?:la )?patente\b|\bsa guidare\b|\bguida(?: la macchina| l auto)?$"
+        r"|\b(?:ha|hai|ho) (?:la |una |un |l )?(?:macchina|auto)\b",
+    ),
+    (
+        "smoke",
+        r"\b(?:do|does|did) (?:\w+ ){0,2}(?:still )?smoke\b|\bsmoker\b"
+        r"|\bfuma(?: ancora)?$|\bfuma (?:ancora|sigarette)\b|\b(?:fumatore|fumatrice)\b",
+    ),
+    (
+        "diet",
+        r"\b(?:eat|eats|eating) (?:any |much |a lot of )?(?:meat|fish|pork|beef|dairy|gluten)\b"
+        r"|\b(?:is|am|are) (?:\w+ ){0,2}(?:vegetarian|vegan|pescatarian)\b"
+        r"|\bwhat (?:kind of )?diet\b"
+        r"|\b(?:mangia|mangi|mangio) (?:la |il |i )?(?:carne|pesce|glutine|latticini)\b"
+        r"|\b(?:puo|puoi|posso) mangiare (?:la |il |i )?(?:carne|pesce|glutine|latticini)\b"
+        r"|\b(?:e|sei|sono) (?:\w+ ){0,2}(?:vegetarian|vegan)[oaie]\b|\bche dieta\b",
+    ),
+    (
+        "partner",
+        r"\b(?:is|s) (?:\w+ ){0,2}(?:married|engaged|dating|seeing someone|single(?:$| or| now))\b"
+        r"|\bwho (?:is|s) (?:\w+ ){0,2}(?:dating|married to|seeing|going out with)\b"
+        r"|\b(?:have|has|got) (?:a )?(?:partner|boyfriend|girlfriend|husband|wife|spouse)\b"
+        r"|\b(?:e|sei) (?:\w+ ){0,2}(?:sposat|fidanzat)[oa]\b|\bcon chi (?:e |sta|esce)"
+        r"|\b(?:ha|hai) (?:un |una |il |la )?(?:ragazz[oa]|fidanzat[oa]|compagn[oa]|marito|moglie)\b"
+        r"|\b(?:e|sei) single\b",
+    ),
+)
+
+#: slot → a viewer's statement that gives it
+STATES: tuple[tuple[str, str], ...] = (
+    ("instrument", r"\b" + _INSTRUMENTS + r"\b|" + _PLAYED),
+    ("sport", r"\b" + _SPORTS + r"\b"),
+    (
+        "drive",
+        r"\bi (?:don t |do not |can t |cannot |never |still )?drive\b|\bmy (?:\w+ )?car\b"
+        r"|\bdriv(?:ing|er s) licen[cs]e\b|\bdriving test\b"
+        r"|\bguido\b|\bpatente\b|\bla mia (?:\w+ )?(?:macchina|auto)\b"
+        r"|\bho (?:la |una |un |l )?(?:macchina|auto)\b",
+    ),
+    (
+        "smoke",
+        r"\b(?:cigarettes?|cigs|smoking|smoker|vaping|vape)\b"
+        r"|\bi (?:don t |never |still |used to )?smoke\b"
+        r"|\b(?:sigarett[ae]|fumare|fumatore|fumatrice|svapo)\b|\b(?:non |ancora )fumo\b",
+    ),
+    (
+        "diet",
+        r"\b(?:vegetarian|vegan|pescatarian|plant based|celiac|coeliac|gluten free"
+        r"|lactose intolerant|halal|kosher)\b|\bdon t eat (?:meat|fish|pork)\b"
+        r"|\b(?:vegetarian|vegan|celiac|pescetarian)[oaie]\b|\bsenza glutine\b"
+        r"|\bintollerante al lattosio\b|\bnon mangio (?:carne|pesce)\b",
+    ),
+    (
+        "partner",
+        r"\bmy (?:\w+ )?(?:boyfriend|girlfriend|husband|wife|fiance|fiancee|spouse)\b"
+        r"|\bmy partner\b(?! in crime)|\b(?:got|are|we re|i m|i am) (?:just )?(?:engaged|married)\b"
+        r"|\bi m single\b|\b(?:mio marito|mia moglie|il mio ragazzo|la mia ragazza|il mio compagno"
+        r"|la mia compagna|il mio fidanzato|la mia fidanzata|il mio partner)\b"
+        r"|\bsono (?:sposat|fidanzat)[oa]\b|\bsono single\b",
+    ),
+    (
+        "study",
+        r"\b(?:doing|taking|finishing|started|starting|studying for|working on) (?:an? |my )?"
+        r"(?:\w+ ){0,3}(?:degree|masters?|phd|bachelor s?)\b"
+        r"|\bmy (?:\w+ ){0,2}(?:degree|thesis|dissertation)\b"
+        r"|\b(?:laurea|tesi di laurea|magistrale|triennale|dottorato)\b",
+    ),
+)
