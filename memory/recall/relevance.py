@@ -15,8 +15,9 @@ no similarity (a search that did not read vectors) is kept. A viewer who asked a
 about themself (``PlannedSource.broad``: "what do you remember about me?") gets every item of
 theirs; one who asked for one thing ("do you remember my pet's name?") gets what answers it.
 
-Before the floor, a question that asks for a profile slot is answered by the statement of it
-(``answered``; ``PlannedSource.asks``, ``memory.recall.asked``): for "where does @bob live?", when
+Before the floor, a question that asks for a profile slot, or an everyday one ("does he still
+smoke?": ``memory.recall.everyday``), is answered by the statement of it (``answered``;
+``PlannedSource.asks``, ``memory.recall.asked``): for "where does @bob live?", when
 one of bob's recalled items or profile facts states where he lives, that statement is all of bob
 the prompt gets, and a stream-wide source searched with that question alone (the episodes that
 share its words: "how long has he been live?") adds nothing. Similarities cannot make that cut:
