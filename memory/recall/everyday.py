@@ -43,7 +43,7 @@ _SPORTS = (
     r"(?:football|soccer|basketball|volleyball|tennis|padel|badminton|rugby|baseball|hockey|golf"
     r"|swimming|cycling|climbing|bouldering|jogging|marathons?|yoga|pilates|crossfit|boxing"
     r"|kickboxing|karate|judo|jiu jitsu|bjj|taekwondo|fencing|rowing|skiing|snowboarding"
-    r"|surfing|triathlons?|weightlifting|powerlifting|go running|went running|gym(?! leader| badge)"
+    r"|surfing(?! the (?:web|net|internet))|triathlons?|weightlifting|powerlifting|go running|went running|gym(?! leader| badge)"
     r"|calcio|calcetto|pallavolo|basket|pallacanestro|nuoto|ciclismo|arrampicata|maratona|boxe"
     r"|scherma|canottaggio|palestra|sci(?! fi)|corro|vado a correre)"
 )
@@ -58,7 +58,8 @@ ASKS: tuple[tuple[str, str], ...] = (
     ),
     (
         "sport",
-        r"\b(?:play|plays|do|does|practi[cs]es?) (?:\w+ ){0,2}sports?\b"
+        r"\b(?:play|plays|playing|practi[cs]es?) (?:any |a |some )?sports?\b"
+        r"|\b(?:do|does) (?:\w+ ){0,2}do (?:any |a |some )?sports?\b"
         r"|\bwhat sports? (?:does|do|did) (?:\w+ ){0,2}(?:play|do|practi[cs]e)\b"
         r"|\bis (?:\w+ ){0,2}sporty\b"
         r"|\b(?:pratica|pratichi|fa|fai) (?:qualche |uno |dello |degli |molto )?sport\b"
@@ -67,14 +68,16 @@ ASKS: tuple[tuple[str, str], ...] = (
     ),
     (
         "drive",
-        r"\b(?:does|do|can|did) (?:\w+ ){0,2}drive\b|\bdriv(?:ing|er s|ers) licen[cs]e\b"
+        r"\b(?:does|do|can|did) (?:\w+ ){0,2}drive(?:$| a car| yet| now| anymore)"
+        r"|\bdriv(?:ing|er s|ers) licen[cs]e\b"
         r"|\b(?:have|has|got|own|owns) (?:a |any )?car(?:$| now| yet| anymore)"
         r"|\b(?:ha|hai|ho) (?:la )?patente\b|\bsa guidare\b|\bguida(?: la macchina| l auto)?$"
         r"|\b(?:ha|hai|ho) (?:la |una |un |l )?(?:macchina|auto)\b",
     ),
     (
         "smoke",
-        r"\b(?:do|does|did) (?:\w+ ){0,2}(?:still )?smoke\b|\bsmoker\b"
+        r"\b(?:do|does|did) (?:\w+ ){0,2}(?:still )?smoke(?:$| anymore| cigarettes| still| or)"
+        r"|\bsmoker\b"
         r"|\bfuma(?: ancora)?$|\bfuma (?:ancora|sigarette)\b|\b(?:fumatore|fumatrice)\b",
     ),
     (
@@ -88,7 +91,8 @@ ASKS: tuple[tuple[str, str], ...] = (
     ),
     (
         "partner",
-        r"\b(?:is|s) (?:\w+ ){0,2}(?:married|engaged|dating|seeing someone|single(?:$| or| now))\b"
+        r"\b(?:is|s) (?:\w+ ){0,2}(?:married|engaged|seeing someone|single(?:$| or| now))\b"
+        r"|\b(?:is|s) (?:\w+ ){0,2}dating (?:anyone|someone)\b"
         r"|\bwho (?:is|s) (?:\w+ ){0,2}(?:dating|married to|seeing|going out with)\b"
         r"|\b(?:have|has|got) (?:a )?(?:partner|boyfriend|girlfriend|husband|wife|spouse)\b"
         r"|\b(?:e|sei) (?:\w+ ){0,2}(?:sposat|fidanzat)[oa]\b|\bcon chi (?:e |sta|esce)"
