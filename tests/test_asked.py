@@ -48,6 +48,11 @@ from memory.recall import asked, context
         ("@Mnemo @tom è sposato?", {"partner"}),
         ("@Mnemo con chi è sposata @ines?", {"partner"}),
         ("@Mnemo has @rikk0 got a girlfriend?", {"partner"}),
+        ("@Mnemo has @dave got kids?", {"children"}),
+        ("@Mnemo @ines ha figli?", {"children"}),
+        ("@Mnemo does @hanna have any siblings?", {"siblings"}),
+        ("@Mnemo @sofi ha fratelli?", {"siblings"}),
+        ("@Mnemo has @nina got family abroad?", {"children", "siblings", "parents"}),
     ],
 )
 def test_a_question_for_a_slot(question: str, slots: set[str]) -> None:
@@ -81,6 +86,7 @@ def test_a_question_for_a_slot(question: str, slots: set[str]) -> None:
         "@Mnemo did that smoke grenade kill him?",
         "@Mnemo do you like sports?",
         "@Mnemo what's the dating sim called?",
+        "How many children does Melanie have?",  # a count of what she said, not a yes or no
         "@Mnemo what does @luca's girlfriend eat?",
     ],
 )
@@ -122,6 +128,14 @@ def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) 
         ("I do Brazilian jiu jitsu twice a week", {"sport"}),
         ("I beat the third gym leader", set()),
         ("the manual helps with surfing the web", set()),
+        ("my son Leo turns five on Saturday", {"children"}),
+        ("ho due bambine, di 4 e 7 anni", {"children"}),
+        ("I have three older sisters", {"siblings"}),
+        ("io e Matteo siamo gemelli", {"siblings"}),
+        ("in Elden Ring il fratello di Malenia è assurdo", set()),  # somebody else's brother
+        ("I watched all of Twin Peaks", set()),
+        ("my mum runs a bakery in Partick", {"parents"}),
+        ("I flashed the bios on my mother board", set()),
         ("non guido, vado ovunque in bici", {"drive"}),
         ("I drive a beat up Fiat Panda", {"drive"}),
         ("I quit cigarettes in March, 8 months clean", {"smoke"}),

@@ -1,6 +1,7 @@
 """The everyday slots a question asks for and a statement answers, beside the profile's
 (``memory.recall.asked``): the instrument a viewer plays, the sport they practise, whether they
-drive or smoke, what they eat, who their partner is, and (statements only) what they study.
+drive or smoke, what they eat, who their partner is, their children, siblings and parents (a
+question for their family asks for all three), and (statements only) what they study.
 
 The profile (``memory.consolidate.profile_slots``) keeps no value for these: they are many-valued
 ("il sabato gioco a pallavolo", "corro la mattina") or said in too many ways to keep one value of.
@@ -47,6 +48,9 @@ _SPORTS = (
     r"|calcio|calcetto|pallavolo|basket|pallacanestro|nuoto|ciclismo|arrampicata|maratona|boxe"
     r"|scherma|canottaggio|palestra|sci(?! fi)|corro|vado a correre)"
 )
+
+#: a question for a viewer's family asks for their children, siblings and parents alike
+_FAMILY = r"|\b(?:have|has|got) (?:any )?family\b|\b(?:ha|hai) (?:famiglia|parenti)\b"
 
 #: slot → what a question asking for it looks like
 ASKS: tuple[tuple[str, str], ...] = (
@@ -99,6 +103,21 @@ ASKS: tuple[tuple[str, str], ...] = (
         r"|\b(?:ha|hai) (?:un |una |il |la )?(?:ragazz[oa]|fidanzat[oa]|compagn[oa]|marito|moglie)\b"
         r"|\b(?:e|sei) single\b",
     ),
+    (
+        "children",
+        r"\b(?:have|has|got) (?:any |a )?(?:kids?|children|child|sons?|daughters?)\b"
+        r"|\bis (?:\w+ ){0,2}a (?:mum|mom|dad|father|mother|parent)\b"
+        r"|\b(?:ha|hai) (?:dei |delle |un |una )?(?:figli[oe]?|figlia|bambin[ie])\b"
+        r"|\b(?:e|sei) (?:mamma|papa|madre|padre)\b" + _FAMILY,
+    ),
+    (
+        "siblings",
+        r"\b(?:have|has|got) (?:any |a )?(?:siblings?|brothers?|sisters?|twin)\b"
+        r"|\bis (?:\w+ ){0,2}(?:a twin|an only child)\b"
+        r"|\b(?:ha|hai) (?:dei |delle |un |una )?(?:fratell[oi]|sorell[ae]|gemell[oi])\b"
+        r"|\b(?:e|sei) (?:figli[oa] unic[oa]|gemell[oa])\b" + _FAMILY,
+    ),
+    ("parents", r"\b(?:who|what) (?:are|were) (?:\w+ ){0,2}parents\b" + _FAMILY),
 )
 
 #: slot → a viewer's statement that gives it
@@ -132,6 +151,27 @@ STATES: tuple[tuple[str, str], ...] = (
         r"|\bi m single\b|\b(?:mio marito|mia moglie|il mio ragazzo|la mia ragazza|il mio compagno"
         r"|la mia compagna|il mio fidanzato|la mia fidanzata|il mio partner)\b"
         r"|\bsono (?:sposat|fidanzat)[oa]\b|\bsono single\b",
+    ),
+    (
+        "children",
+        r"\bmy (?:\w+ )?(?:son|sons|daughters?|kids|children)\b"
+        r"|\bi (?:have|ve got) (?:\w+ ){0,2}(?:kids|children|sons|daughters)\b"
+        r"|\b(?:mio figlio|mia figlia|i miei figli|le mie figlie)\b"
+        r"|\bho (?:\w+ )?(?:figli[oe]?|figlia|bambin[ie])\b",
+    ),
+    (
+        "siblings",
+        r"\bmy (?:\w+ ){0,2}(?:brothers?|sisters?|siblings?|twin)\b"
+        r"|\bi (?:have|ve got) (?:\w+ ){0,2}(?:brothers?|sisters?|siblings)\b"
+        r"|\bi m (?:a twin|an only child)\b"
+        r"|\b(?:mio fratello|mia sorella|i miei fratelli|le mie sorelle|mi[oa] gemell[oa])\b"
+        r"|\bho (?:\w+ ){0,2}(?:fratell[oi]|sorell[ae])\b|\bsiamo gemell[ie]\b"
+        r"|\bsono (?:gemell[oa]|figli[oa] unic[oa])\b",
+    ),
+    (
+        "parents",
+        r"\bmy (?:\w+ )?(?:mum|mom|dad|mother(?! board)|father|parents)\b"
+        r"|\b(?:mia madre|mio padre|mia mamma|mio papa|i miei genitori)\b",
     ),
     (
         "study",
