@@ -87,6 +87,7 @@ def test_a_question_for_a_slot(question: str, slots: set[str]) -> None:
         "@Mnemo do you like sports?",
         "@Mnemo what's the dating sim called?",
         "How many children does Melanie have?",  # a count of what she said, not a yes or no
+        "@Mnemo what martial art does @rikk0 practice?",  # one sport, not all of them
         "@Mnemo what does @luca's girlfriend eat?",
     ],
 )

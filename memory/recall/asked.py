@@ -7,7 +7,8 @@
 slots can be compared with what a remembered statement sets (``profile_slots.slots_of``): when the
 profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``);
 and the everyday slots the profile keeps no value of (``memory.recall.everyday``: an instrument,
-a sport, driving, smoking, diet, a partner), answered by a recalled statement of them.
+a sport, driving, smoking, diet, a partner, children, siblings, parents), answered by a recalled
+statement of them.
 
 A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
 viewer's slot (that is lore). The patterns are strict on purpose: a question that only mentions a
@@ -85,10 +86,11 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 #: them ("ho mangiato pesce", "ho fatto da cavia"): a statement here needs no name
 _PETS = (
     r"(?:cats?|kittens?|(?<!\bhot )dogs?|pupp(?:y|ies)|rabbits?|bunn(?:y|ies)|hamsters?|parrots?|birds?"
-    r"|budgies?|horses?|ponies|pony|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?|guinea pigs?|geckos?"
+    r"|budgies?|horses?|ponies|pony|fish|goldfish|turtles?|tortoises?|ferrets?|snakes?|lizards?"
+    r"|guinea pigs?|geckos?"
     r"|aquariums?|acquari[oi]"
     r"|gatt[oaie]|gattin[oaie]|can[ei]|cagnolin[oaie]|cucciol[oi]|conigli[oe]?|coniglietta"
-    r"|cricet[oi]|cavall[oi]|pony|pappagall[oi]|pesci|pesciolin[oi]|tartarug[ahe]|furett[oi]|serpent[ei])\b"
+    r"|cricet[oi]|cavall[oi]|pappagall[oi]|pesci|pesciolin[oi]|tartarug[ahe]|furett[oi]|serpent[ei])\b"
 )
 
 
