@@ -193,6 +193,15 @@ def after(seconds: int) -> datetime:
 WELCOME = "@alice welcome! what do you do for work?"
 
 
+def assert_answers_welcome(
+    memory: records.MemoryRecord, spaces: fake_spaces.InMemorySpaces
+) -> None:
+    """``memory`` is read as the answer to the bot's ``WELCOME`` question (message tw-1)."""
+    assert memory.context_question == "what do you do for work?"
+    assert memory.context_message_id == "tw-1"
+    assert memory.context_terms == spaces.sparse.context_terms(WELCOME) != ()
+
+
 async def bot_asked_alice_and_bob(db: postgres.Database) -> str:
     """Alice and bob said hi; the bot asked alice what she does (``WELCOME``, delivered as tw-1),
     then bob where he is from (tw-2). Returns the turn it asked alice in."""
@@ -230,9 +239,7 @@ async def test_a_reply_in_the_thread_of_the_bot_s_question_answers_it(
 
     [memory] = await spaces.list(identity.personal_key("1001"))
     assert memory.text == answer and memory.origin_message_ids == ("m3",)
-    assert memory.context_question == "what do you do for work?"
-    assert memory.context_message_id == "tw-1"
-    assert memory.context_terms == spaces.sparse.context_terms(WELCOME) != ()
+    assert_answers_welcome(memory, spaces)
     assert results[1].dropped == {"m4": "not_self_statement"}
     assert results[2].dropped == {"m5": "not_self_statement"}
     assert memory.dense_text == f"what do you do for work? {answer}"  # what its vector is of
@@ -262,9 +269,7 @@ async def test_a_viewer_s_first_message_after_the_bot_s_question_to_them_answers
 
     [memory] = await spaces.list(identity.personal_key("1001"))
     assert memory.text == answer and memory.origin_message_ids == ("m4",)
-    assert memory.context_question == "what do you do for work?"
-    assert memory.context_message_id == "tw-1"
-    assert memory.context_terms == spaces.sparse.context_terms(WELCOME) != ()
+    assert_answers_welcome(memory, spaces)
     assert results[0].dropped == {"m3": "short_reaction"}
     assert results[1].dropped == {"m5": "not_self_statement", "m6": "not_self_statement"}
     assert await spaces.list(identity.personal_key("1003")) == []

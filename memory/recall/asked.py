@@ -138,7 +138,7 @@ def states(text: str) -> frozenset[str]:
     found = {slot.split(":", 1)[0] for slot, value in profile_slots.slots_of(text).items() if value}
     norm = normalize(text)
     found |= {slot for slot, pattern in _STATES if pattern.search(norm)}
-    said = normalize(_QUESTION.sub(" ", text))
+    said = normalize(_QUESTION.sub(" ", text)) if "?" in text else norm
     found |= {slot for slot, pattern in _EVERYDAY if pattern.search(said)}
     if any(m.group(1) in profile_words.OCCUPATIONS_EN for m in _BEING.finditer(norm)):
         found.add("job")
