@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.recall import asked, context
+from memory.recall import asked, context, everyday
 
 
 @pytest.mark.parametrize(
@@ -155,3 +155,16 @@ def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) 
 )
 def test_what_a_statement_states(statement: str, slots: set[str]) -> None:
     assert asked.states(statement) == slots
+
+
+def test_a_slot_without_a_profile_value_is_searched_with_its_words() -> None:
+    # what a question for it is searched with beside its own words (memory.recall.sources)
+    assert all(asked.search_words(frozenset({slot})) for slot, _ in everyday.ASKS)
+
+    def words(question: str) -> str:
+        return asked.search_words(asked.slots(context.normalize(question)))
+
+    assert "patente" in words("ha la patente?")
+    assert "gatto" in words("does she have any animals?")
+    # the profile keeps where a viewer lives: no words to search for it
+    assert asked.search_words(frozenset({"location", "job"})) == ""

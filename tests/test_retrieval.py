@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry
 from memory import identity, metrics, models
 from memory.adapters import qdrant
 from memory.consolidate import profile
+from memory.recall import asked, planner, retrieval, sources
 from memory.recall import cache as cache_module
-from memory.recall import planner, retrieval, sources
 from memory.spaces import embedders, records
 from tests import retrieval_support as support
 from tests.fakes import spaces as fake_spaces
@@ -232,6 +232,42 @@ async def test_attribution_end_to_end(
     asks = support.one_batch(support.event("carol", "ti ricordi di me?", 12))
     recall = await retriever.retrieve(plans.plan(asks, []), asks, [])
     assert "Nothing is stored about carol" in recall.block
+
+
+@pytest.mark.parametrize("store", ["qdrant", "fake"])
+async def test_a_slot_question_brings_the_statement_that_shares_none_of_its_words(
+    store: str, qdrant_spaces: Any
+) -> None:
+    spaces = qdrant_spaces if store == "qdrant" else fake_spaces.InMemorySpaces()
+    said = [
+        "ho visto il nuovo film di Nolan ieri sera",
+        "la pizza di ieri era buonissima",
+        "domani ho un esame di chimica",
+        "la macchina del caffè in ufficio è rotta di nuovo",  # a slot's word, no statement of it
+        "non guido, vado ovunque in bici",
+        "stasera gioco a Elden Ring",
+        "ho la febbre, resto a casa",
+        "la mia pianta di basilico è morta",
+        "ho comprato una tastiera nuova",
+    ]
+    await spaces.upsert([personal("alice", text, f"a{n}", f"t{n}") for n, text in enumerate(said)])
+    registry = sources.default_registry(
+        support.plain_settings(recall_limit=2), spaces=spaces, profiles=support.NoProfiles()
+    )
+    recall = registry.get("recall").fetch
+    question = support.source("recall", "alice", query="ha la patente")
+    plain = [i.text for i in await recall(question, support.one_batch())]
+    assert len(plain) == 2 and "non guido, vado ovunque in bici" not in plain
+
+    asking = dataclasses.replace(question, asks=asked.slots("ha la patente"))
+    found = [i.text for i in await recall(asking, support.one_batch())]
+    # what the question found, then the viewer's statement of the slot it asks for; the coffee
+    # machine shares the slot's words ("macchina") but says nothing of alice's driving
+    assert found == [*plain, "non guido, vado ovunque in bici"]
+
+    # an open question about alice asks for everything: no slot search
+    broad = dataclasses.replace(asking, broad=True)
+    assert [i.text for i in await recall(broad, support.one_batch())] == plain
 
 
 async def test_lore_and_episodic_keep_only_hits_near_the_best() -> None:

@@ -131,6 +131,21 @@ _QUESTION = re.compile(r"[^.!?\n]*\?+")
 _BEING = re.compile(r"\bbeing an? (\w+)\b")
 
 
+#: slot → the words its statements are made of (``everyday.WORDS``, and pets')
+_WORDS = {
+    **everyday.WORDS,
+    "pet": "pet pets cat dog rabbit hamster parrot fish horse gatto cane coniglio criceto"
+    " pappagallo pesci cavallo",
+}
+
+
+def search_words(asks: frozenset[str]) -> str:
+    """What a viewer's space is searched with, beside the question, for the statements of the
+    slots ``asks`` names ("guido macchina auto patente…" for "ha la patente?"); empty when no slot
+    has such words (a profile slot's value is the profile's)."""
+    return " ".join(_WORDS[slot] for slot in sorted(asks) if slot in _WORDS)
+
+
 def states(text: str) -> frozenset[str]:
     """The slots a viewer's statement gives a value (``pet`` for any pet):
     ``profile_slots.slots_of``, the plainer statements of ``_STATES`` and, in its sentences that

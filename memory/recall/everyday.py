@@ -184,3 +184,21 @@ STATES: tuple[tuple[str, str], ...] = (
         r"|\b(?:laurea|tesi di laurea|magistrale|triennale|dottorato)\b",
     ),
 )
+
+#: slot → the words its statements are made of, searched for beside the question when it asks for
+#: the slot (``memory.recall.asked.search_words``): "ha la patente?" shares no word with "non guido,
+#: vado ovunque in bici", and e5 may rank that statement below a viewer's other dozens
+WORDS: dict[str, str] = {
+    "instrument": "play instrument piano guitar violin drums bass suono strumento pianoforte"
+    " chitarra violino batteria",
+    "sport": "sport training gym football tennis running swimming climbing calcio palestra corro"
+    " nuoto pallavolo allenamento",
+    "drive": "drive driving car licence guido macchina auto patente",
+    "smoke": "smoke smoking cigarettes vape fumo sigarette fumare",
+    "diet": "vegetarian vegan meat fish gluten vegetariana vegana carne pesce",
+    "partner": "partner boyfriend girlfriend husband wife married engaged ragazzo ragazza marito"
+    " moglie fidanzato fidanzata sposata",
+    "children": "kids son daughter children figli figlio figlia bambini",
+    "siblings": "brother sister siblings twin fratello sorella fratelli sorelle gemello",
+    "parents": "mum mom dad mother father parents madre padre mamma papa genitori",
+}

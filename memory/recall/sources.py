@@ -15,12 +15,14 @@ other viewers' statements are shown as theirs: what that ablation measures. Prof
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from memory import errors, identity, models
+from memory.recall import asked
 from memory.spaces import lexical, records
 
 if TYPE_CHECKING:
@@ -204,7 +206,9 @@ class RecallSource:
     limit and lifts what was said in the window (``window_first``): what matches the words and was
     said then ranks first, the best answer from outside it stays near the top (the words may be
     approximate, or relative to another moment than now); ``past`` (a question about the past)
-    searches superseded memories too."""
+    searches superseded memories too. A question for a slot ("does she drive?",
+    ``PlannedSource.asks``) also brings the viewer's statements of it that a search with the slot's
+    words finds (``_statements``), after what the question found."""
 
     def __init__(self, spaces: ports.MemorySpaces, *, limit: int, shared: bool = False) -> None:
         self.spaces = spaces
@@ -216,6 +220,16 @@ class RecallSource:
     ) -> list[models.RecallItem]:
         login, user_id = _viewer(source)
         space = identity.personal_space_key(user_id, attribution_split=not self.shared)
+        found, stated = await asyncio.gather(
+            self._found(space, source, login, user_id),
+            self._statements(space, source, login, user_id),
+        )
+        have = {item.memory_id for item in found}
+        return [*found, *(item for item in stated if item.memory_id not in have)]
+
+    async def _found(
+        self, space: str, source: models.PlannedSource, login: str, user_id: str
+    ) -> list[models.RecallItem]:
         if source.window is None:
             return await self._search(space, source, login, user_id, limit=self.limit)
         # a time-scoped question: the window lifts what was said in it among twice the candidates
@@ -223,6 +237,20 @@ class RecallSource:
             space, source, login, user_id, limit=WINDOW_CANDIDATES * self.limit
         )
         return window_first(found, source.window)[: self.limit]
+
+    async def _statements(
+        self, space: str, source: models.PlannedSource, login: str, user_id: str
+    ) -> list[models.RecallItem]:
+        """The viewer's statements of the slots the question asks for, searched with their words
+        (``asked.search_words``): the answer a slot answer reads (``relevance.answered``) even
+        when it shares nothing with the question ("non guido" for "ha la patente?")."""
+        words = "" if source.broad else asked.search_words(source.asks)
+        if not words:
+            return []
+        found = await self._search(
+            space, dataclasses.replace(source, query=words), login, user_id, limit=self.limit
+        )
+        return [item for item in found if source.asks & asked.states(item.text)]
 
     async def _search(
         self,
