@@ -260,9 +260,14 @@ async def test_a_slot_question_brings_the_statement_that_shares_none_of_its_word
     assert len(plain) == 2 and "non guido, vado ovunque in bici" not in plain
 
     asking = dataclasses.replace(question, asks=asked.slots("ha la patente"))
+    words = asked.search_words(asking.asks)
+    space = identity.personal_key(support.IDS["alice"])
+    # the slot's words find the statement, and the coffee machine, which shares one ("macchina")
+    # but says nothing of alice's driving
+    hits = {hit.record.text for hit in await spaces.search(space, words, limit=2)}
+    assert hits == {said[3], said[4]}
     found = [i.text for i in await recall(asking, support.one_batch())]
-    # what the question found, then the viewer's statement of the slot it asks for; the coffee
-    # machine shares the slot's words ("macchina") but says nothing of alice's driving
+    # what the question found, then the viewer's statement of the slot it asks for
     assert found == [*plain, "non guido, vado ovunque in bici"]
 
     # an open question about alice asks for everything: no slot search
