@@ -5,8 +5,8 @@
 * ``{"lang": "en"|"it", "text": …, "expect": {slot: value | null}, "trap": …}``: what
   ``profile.slots_of(text)`` must return exactly (``{}``: no slot; ``null``: the slot is cleared).
   ``trap`` names what the line must not be taken for: ``not_a_job`` ("I'm a bit tired"),
-  ``not_an_age``, ``not_a_location``, ``family``, ``hypothetical``, ``sarcasm``,
-  ``other_viewer``, ``negation``, ``past``.
+  ``not_an_age``, ``not_a_location``, ``not_a_study`` ("I study in the library", "Studio
+  Ghibli…"), ``family``, ``hypothetical``, ``sarcasm``, ``other_viewer``, ``negation``, ``past``.
 * ``{"lang": …, "lines": [{"text": …, "day": N}, …], "profile": {slot: value}}``: one viewer's
   statements, applied in file order (not always chat order) to the real profile store, each stated
   on day ``N``; ``profile`` is the named slots the viewer then has (a cleared slot is absent).

@@ -16,7 +16,9 @@ it asserts, about the speaker, now:
 * first person only ("my sister lives in Milan", "mio fratello fa il cuoco", "@bob is a nurse",
   "my son turned 5" set nothing) and not negated ("non lavoro come barista");
 * "I'm a …" / "sono un …" / "faccio il …" only with an occupation (``profile_words``): "I'm a bit
-  tired", "I'm a huge fan of X", "sono un po' stanco", "faccio la spesa" are no jobs.
+  tired", "I'm a huge fan of X", "sono un po' stanco", "faccio la spesa" are no jobs;
+* "I study …" / "studio …" only with what is studied: "I study in the library", "studio per
+  l'esame", "Studio Ghibli films are the best" are no studies (``profile_words.field``).
 
 A sarcastic message ("/s", "jk", "Kappa", "yeah right", "sì, come no", "yeah, and I'm an astronaut")
 or reported speech ("alice said: I am 12", a quoted line) sets nothing at all. Within one statement
@@ -237,7 +239,7 @@ _SETS: tuple[tuple[str, re.Pattern[str], Callable[[str], str | None]], ...] = tu
             r"(?:\bi study|\bi'?m (?:now |currently )?studying|\bi(?:'m)? major(?:ing)? in"
             r"|\bi'?m doing a (?:degree|masters?|phd|bachelor'?s?) in|(?:^|\b" + _ADV_IT + r"\s+)"
             r"studio|\bsono (?:uno |una )?student(?:e|essa) di|\bstudentessa di)\s+(.+)",
-            _plain,
+            words.field,
         ),
         ("study", r"\b(?:i'?m|im|i am)\s+" + _ADV + r"an?\s+(.+)", words.student_en),
     )

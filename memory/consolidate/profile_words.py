@@ -153,6 +153,50 @@ def occupation_it(rest: str) -> str | None:
     return " ".join(kept)
 
 
+#: what follows "I study" / "studio" without being what a viewer studies ("I study in the library",
+#: "studio per l'esame di domani", "studio sodo")
+_NOT_FIELDS = """
+    in at on with for to from every all hard late together alone tonight today tomorrow a an the
+    lot much more less my your his her their our some
+    per a al alla allo ai alle con da di tutto tutta tutti sempre molto poco tanto troppo stasera
+    oggi domani ancora qui insieme e ma il lo la le i gli un una uno l che come quando mentre ogni
+    fino sodo
+    """
+NOT_FIELDS = frozenset(_NOT_FIELDS.split())
+#: words of an English sentence after a capitalized "Studio": "Studio Ghibli films are the best"
+#: names a studio, it says nothing of what the speaker studies
+_ENGLISH = frozenset(
+    {
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "my",
+        "and",
+        "film",
+        "films",
+        "movie",
+        "movies",
+    }
+)
+
+
+def field(rest: str) -> str | None:
+    """After "I study" / "studio": what a viewer studies ("physics", "ingegneria"), not where, how
+    or for what ("in the library", "per l'esame"), nor a capitalized name in an English sentence
+    ("Studio Ghibli films are the best")."""
+    found = _WORD.findall(rest)
+    if not found or found[0].casefold().split("'")[0] in NOT_FIELDS:
+        return None
+    if found[0][0].isupper() and any(w.casefold() in _ENGLISH for w in found[1:]):
+        return None
+    return plain_value(rest) or None
+
+
 def student_en(rest: str) -> str | None:
     """After "I'm a": the field of "a law student", "a PhD student in physics" (None for "a
     student", "a college student")."""
