@@ -165,24 +165,8 @@ _NOT_FIELDS = """
 NOT_FIELDS = frozenset(_NOT_FIELDS.split())
 #: words of an English sentence after a capitalized "Studio": "Studio Ghibli films are the best"
 #: names a studio, it says nothing of what the speaker studies
-_ENGLISH = frozenset(
-    {
-        "the",
-        "is",
-        "are",
-        "was",
-        "were",
-        "has",
-        "have",
-        "had",
-        "my",
-        "and",
-        "film",
-        "films",
-        "movie",
-        "movies",
-    }
-)
+_ENGLISH_WORDS = "the is are was were has have had my and film films movie movies"
+_ENGLISH = frozenset(_ENGLISH_WORDS.split())
 
 
 def field(rest: str) -> str | None:
