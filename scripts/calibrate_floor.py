@@ -75,11 +75,20 @@ def missing_data(source: str, data_dir: Path) -> str | None:
 NO_FLOOR = {"memory": {"relevance_floor": False}}
 
 
-async def replay(case: harness.Case, embedder: str) -> list[models.TurnReport]:
+def replay_settings(recall_limit: int | None, token_budget: int | None) -> dict[str, Any]:
+    """``NO_FLOOR`` with the search's limit and the memory block's token budget given (None: the
+    default's)."""
+    memory = {"relevance_floor": False, "recall_limit": recall_limit, "token_budget": token_budget}
+    return {"memory": {k: v for k, v in memory.items() if v is not None}}
+
+
+async def replay(
+    case: harness.Case, embedder: str, overrides: dict[str, Any] = NO_FLOOR
+) -> list[models.TurnReport]:
     """The case with the floor off, embedding through the evaluation's cache (a later
     ``python -m memory.eval`` run of the same data embeds nothing again)."""
     return await harness.run_full_isolated(
-        case, overrides=NO_FLOOR, embedder=embedder, embed_cache=embed_cache.DEFAULT_ROOT
+        case, overrides=overrides, embedder=embedder, embed_cache=embed_cache.DEFAULT_ROOT
     )
 
 
@@ -213,6 +222,14 @@ def main() -> None:
     p.add_argument("--data-dir", type=Path, default=default_data_dir())
     p.add_argument("--cache", type=Path, default=Path("/tmp/livememory-floor"))
     p.add_argument("-v", "--verbose", action="store_true", help="log the replay's progress")
+    p.add_argument(
+        "--recall-limit", type=int,
+        help="the replay's memory.recall_limit (a viewer's search's items; default: the setting's)",
+    )  # fmt: skip
+    p.add_argument(
+        "--token-budget", type=int,
+        help="the replay's memory.token_budget (the memory block's tokens; default: the setting's)",
+    )  # fmt: skip
     p.add_argument("--absolute", default="0.70,0.75,0.78,0.80,0.82")
     p.add_argument("--gap", default="0.02,0.03,0.04,0.06,0.08,1.0")
     p.add_argument("--stream-wide", default="10", help="caps of a stream-wide source's items")
@@ -262,7 +279,10 @@ def main() -> None:
     else:
         case = case_for(args)
         name = f"{args.source}-{args.half}-{args.seed}-{args.embedder}"
-        run = functools.partial(replay, case, args.embedder)
+        if args.recall_limit or args.token_budget:
+            name += f"-limit{args.recall_limit or ''}-budget{args.token_budget or ''}"
+        settings = replay_settings(args.recall_limit, args.token_budget)
+        run = functools.partial(replay, case, args.embedder, settings)
         score = functools.partial(figures, case)
         probes = len(case.probes)
         authors = author_ids(case)

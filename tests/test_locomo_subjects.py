@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from memory.eval import harness, locomo, longmemeval
-from scripts import locomo_subjects
+from scripts import calibrate_floor, locomo_subjects
 from tests.cli import ROOT, run
 
 if TYPE_CHECKING:
@@ -54,3 +54,13 @@ def test_without_the_data_a_replay_says_where_it_looked(
     out = run(script, *options, "--data-dir", str(tmp_path), env={}, cwd=ROOT)
     assert out.code == 2 and str(tmp_path / missing) in out.err
     assert "Traceback" not in out.err
+
+
+def test_a_floor_replay_takes_the_search_limit_and_token_budget_it_is_given() -> None:
+    # what harness.run_full_isolated's overrides get: the floor always off, a setting not given
+    # left to its default (the replays with a wider search, docs/evaluation.md "Precision")
+    assert calibrate_floor.replay_settings(None, None) == calibrate_floor.NO_FLOOR
+    assert calibrate_floor.replay_settings(20, None) == {
+        "memory": {"relevance_floor": False, "recall_limit": 20}
+    }
+    assert calibrate_floor.replay_settings(None, 4000)["memory"]["token_budget"] == 4000

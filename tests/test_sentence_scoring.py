@@ -78,3 +78,23 @@ def test_reply_vectors_last_question_variant_is_what_the_store_embeds(before: st
     made = reply_vectors.made_of(turn.text, before)
     assert made["last question, turn"] == record.dense_text
     assert made["turn"] == turn.text
+
+
+def test_reply_vectors_thread_adds_the_authors_turn_before_the_question() -> None:
+    stream = [
+        said(1, "maria", "last weekend I had a picnic with friends from church"),
+        said(2, "john", "What games did you all play?"),
+        said(3, "maria", "charades and a scavenger hunt"),
+        said(4, "john", "what a week", stream="s2"),
+        said(5, "maria", "same here"),  # its stream's messages before: none of hers
+        said(6, "maria", "and yours?"),  # after her own line: follows nobody's
+    ]
+    own = reply_vectors.own_before(stream)
+    assert own == {"m3": stream[0].text}
+    made = reply_vectors.made_of(stream[2].text, stream[1].text, own["m3"])
+    assert made[reply_vectors.THREAD] == (
+        "What games did you all play? charades and a scavenger hunt "
+        "last weekend I had a picnic with friends from church"
+    )
+    # no question before it: the turn alone, with or without a turn of its own before
+    assert reply_vectors.made_of("ok", "nice.", own["m3"])[reply_vectors.THREAD] == "ok"
