@@ -67,7 +67,8 @@ def made_of(turn: str, before: str | None, own: str | None = None) -> dict[str, 
     asked = _MENTION.sub("", before) if before and "?" in before else None
     made = {name: make(turn, asked) for name, make in TEXTS.items()}
     last = made["last question, turn"]
-    return {**made, THREAD: f"{last} {own}" if asked and own else last}
+    thread = own.strip()[: documents.MAX_THREAD_CHARS] if own else ""
+    return {**made, THREAD: f"{last} {thread}" if asked and thread else last}
 
 
 def own_before(stream: Sequence[models.ChatEvent]) -> dict[str, str]:

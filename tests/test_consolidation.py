@@ -177,6 +177,70 @@ async def test_an_answer_is_indexed_and_embedded_with_the_question_it_answers(
     assert after.context_question is None
 
 
+PICNIC = "last weekend I had a picnic with some friends from church"
+
+
+@pytest.mark.parametrize("one_turn", [False, True], ids=["turn by turn", "one turn"])
+async def test_a_reply_is_embedded_with_its_author_s_message_before_the_question(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+    one_turn: bool,
+) -> None:
+    chat = [
+        msg("m1", "alice", PICNIC),
+        msg("m2", "bob", "nice! what games did you all play?", second=3),
+        msg("m3", "alice", "charades and a scavenger hunt", second=6),
+        msg("m4", "carla", "what a stream", second=8),
+        msg("m5", "bob", "carla, do you like charades?", second=9),
+        msg("m6", "alice", "I always lose at charades", second=11),  # carla's words before
+    ]
+    turns = [await journal_turn(db, chat)] if one_turn else [
+        await journal_turn(db, [event]) for event in chat
+    ]  # fmt: skip
+    for turn_id in turns:
+        await consolidator.consolidate(turn_id)
+
+    space = identity.personal_key("1001")
+    memories = {r.text: r for r in await spaces.list(space)}
+    games, picnic = memories["charades and a scavenger hunt"], memories[PICNIC]
+    assert (games.context_thread, games.context_thread_id) == (PICNIC, "m1")
+    assert games.dense_text == f"what games did you all play? {games.text} {PICNIC}"
+    assert picnic.context_thread is None  # answers nobody
+    lose = memories["I always lose at charades"]  # the message before the question is carla's
+    assert lose.context_question == "carla, do you like charades?"
+    assert lose.context_thread is None
+
+    # forgetting the picnic takes its words out of the reply's vector too
+    await operations.Operations(db, spaces).forget_memory(picnic.id, actor="test")
+    [after] = await spaces.get(space, [games.id])
+    assert (after.context_thread, after.context_thread_id) == (None, None)
+    assert after.dense_text == f"what games did you all play? {games.text}"
+
+
+async def test_forgetting_a_turn_takes_its_messages_out_of_the_replies_that_continue_them(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    said = await journal_turn(db, [msg("m1", "alice", PICNIC)])
+    rest = await journal_turn(
+        db,
+        [
+            msg("m2", "bob", "what games did you all play?", second=3),
+            msg("m3", "alice", "charades and a scavenger hunt", second=6),
+        ],
+    )
+    for turn_id in (said, rest):
+        await consolidator.consolidate(turn_id)
+    await operations.Operations(db, spaces).forget_turn(said, actor="test")
+
+    [games] = await spaces.list(identity.personal_key("1001"))
+    assert games.text == "charades and a scavenger hunt"
+    assert games.context_question == "what games did you all play?"
+    assert (games.context_thread, games.context_thread_id) == (None, None)
+
+
 async def delivered(db: postgres.Database, turn_id: str, twitch_message_id: str) -> None:
     """Record the turn's reply as sent to chat, now (Postgres' clock)."""
     await db.pool.execute(

@@ -96,5 +96,9 @@ def test_reply_vectors_thread_adds_the_authors_turn_before_the_question() -> Non
         "What games did you all play? charades and a scavenger hunt "
         "last weekend I had a picnic with friends from church"
     )
+    record = documents.personal_record(
+        "t1", stream[2], ("m2", stream[1].text), thread=("m1", own["m3"])
+    )
+    assert made[reply_vectors.THREAD] == record.dense_text  # what the store embeds
     # no question before it: the turn alone, with or without a turn of its own before
     assert reply_vectors.made_of("ok", "nice.", own["m3"])[reply_vectors.THREAD] == "ok"

@@ -133,11 +133,17 @@ class _Draft:
 
 @dataclass(frozen=True, slots=True)
 class _Before:
-    """The chat message before another: the noise filter's context, the question a memory answers."""
+    """The chat message before another: the noise filter's context, the question a memory answers;
+    ``earlier``: the message before it (the thread a reply continues: ``_thread``)."""
 
     user_id: str
     message_id: str
     text: str
+    earlier: _Before | None = None
+
+    def then(self, user_id: str, message_id: str, text: str) -> _Before:
+        """The message after this one, with this one (without its own ``earlier``) before it."""
+        return _Before(user_id, message_id, text, dataclasses.replace(self, earlier=None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +154,15 @@ class _Message:
 
 def _event(row: postgres.Record) -> _Message:
     return _Message(event=transcript.event_from_row(row), redacted=bool(row["redacted"]))
+
+
+def _thread(before: _Before | None, user_id: str) -> tuple[str, str] | None:
+    """(id, text) of ``user_id``'s own message just before ``before`` (another viewer's), the
+    thread a reply to ``before`` continues; None when that message is somebody else's."""
+    earlier = before.earlier if before is not None else None
+    if earlier is None or earlier.user_id != user_id:
+        return None
+    return earlier.message_id, earlier.text
 
 
 def _reaction(event: models.ChatEvent) -> bool:
@@ -233,15 +248,21 @@ class Consolidator:
                 sql.queries["memory_turn_messages"], list(turn["message_ids"])
             )
             before = (
-                await self.db.pool.fetchrow(
-                    sql.queries["memory_message_before"], stream, rows[0]["id"]
+                await self.db.pool.fetch(
+                    sql.queries["memory_messages_before"], stream, rows[0]["id"]
                 )
                 if rows
-                else None
+                else []
             )
             answered = await self._bot_words(turn_id, stream, rows)
         messages = [_event(row) for row in rows]
-        context = _Before(before["user_id"], before["id"], before["text"]) if before else None
+        context: _Before | None = None
+        for row in reversed(before):  # the earlier first
+            context = (
+                context.then(row["user_id"], row["id"], row["text"])
+                if context is not None
+                else _Before(row["user_id"], row["id"], row["text"])
+            )
         tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
@@ -461,7 +482,12 @@ class Consolidator:
                 # "@bot" (a thread's prefix, or the viewer's own) addresses nobody
                 before, asked = bot.before, _asked_of(bot.before.text, event.login)
                 text = self._unprefixed(text, thread=bot.thread)
-            context = _Before(event.user_id, event.id, event.text)
+            thread = _thread(before, event.user_id) if bot is None else None
+            context = (
+                context.then(event.user_id, event.id, event.text)
+                if context is not None
+                else _Before(event.user_id, event.id, event.text)
+            )
             reason = self._ineligible(event, decision)
             if reason is None:
                 verdict = noise.classify(text, bot_names=self.bot_names, previous=asked)
@@ -470,7 +496,9 @@ class Consolidator:
                 dropped[event.id] = reason
                 continue
             answers = (before.message_id, before.text) if before is not None else None
-            record = documents.personal_record(turn_id, event, answers, self.spaces.sparse)
+            record = documents.personal_record(
+                turn_id, event, answers, self.spaces.sparse, thread=thread
+            )
             records.append(dataclasses.replace(record, space=self._space(event.user_id)))
         return records, dropped
 

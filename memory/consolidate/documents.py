@@ -27,6 +27,9 @@ _MENTION = re.compile(r"@\w+\s*")
 _NAMED = re.compile(r"@(\w+)")
 #: at most this many characters of the question a memory answers are embedded with it
 MAX_QUESTION_CHARS = 200
+#: at most this many characters of the author's message before that question (e5 reads 500 of a
+#: text: the rest would never count)
+MAX_THREAD_CHARS = 300
 
 
 def point_id(turn_id: str, author: str, kind: str, part: str = "") -> str:
@@ -39,16 +42,20 @@ def personal_record(
     event: models.ChatEvent,
     answers: tuple[str, str] | None = None,
     sparse: ports.SparseEncoder = lexical.ENCODER,
+    thread: tuple[str, str] | None = None,
 ) -> records.MemoryRecord:
     """A viewer's own statement as a personal memory, with its provenance. ``answers``: (message
     id, text) of another viewer's message just before it; when it is a question, the memory is
     also indexed with its terms (``sparse.context_terms``) and its dense vector is made with the
     question before the text (``asked_question``, ``MemoryRecord.dense_text``) — unless the
-    question was put to somebody else ("@mnemo who made you?", "@bob where are you from?")."""
+    question was put to somebody else ("@mnemo who made you?", "@bob where are you from?").
+    ``thread``: (message id, text) of the author's own message just before that question, the
+    thread the reply continues, embedded after the text (``MemoryRecord.context_thread``)."""
     if answers and not put_to(answers[1], event.login):
         answers = None
     context = sparse.context_terms(answers[1]) if answers else ()
     question = asked_question(answers[1]) if answers and context else None
+    thread = thread if question and thread and thread[1].strip() else None
     return records.MemoryRecord(
         id=point_id(turn_id, event.user_id, records.MemoryKind.PERSONAL, event.id),
         space=identity.personal_key(event.user_id),
@@ -65,6 +72,8 @@ def personal_record(
         context_terms=context,
         context_message_id=answers[0] if answers and context else None,
         context_question=question,
+        context_thread=thread[1].strip()[:MAX_THREAD_CHARS] if thread else None,
+        context_thread_id=thread[0] if thread else None,
     )
 
 

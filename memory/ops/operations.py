@@ -27,7 +27,7 @@ from memory.spaces import lore, records
 from memory.spaces import store as spaces
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
     from pathlib import Path
 
     from memory import ports
@@ -223,6 +223,7 @@ class Operations:
             doomed = [record.id, *(r.id for r in await self._condensed_from(record))]
             await self._tombstone("memory", *doomed, conn=conn)
             await self.spaces.delete(record.space, doomed)
+            await self._drop_threads([record.space], record.origin_message_ids)
             await self.profiles.delete_memories(doomed)
             await marks.apply(  # the marks it set go
                 self.spaces, self.db, record.space, actor=actor, profiles=self.profiles
@@ -230,6 +231,23 @@ class Operations:
         await self.audit(actor, "forget_memory", record.id, {"space": record.space})
         await self._invalidate([record.user_id] if record.user_id else [], record.space)
         return record
+
+    async def _drop_threads(self, spaces_: Iterable[str], message_ids: Iterable[str]) -> int:
+        """Re-index, without it, every memory of ``spaces_`` embedded with one of ``message_ids``
+        as the thread it continues (``MemoryRecord.context_thread``: the author's message before
+        the question a reply answers, the same viewer's space); returns how many."""
+        gone = set(message_ids)
+        dropped = 0
+        for space in spaces_:
+            replaced = [
+                dataclasses.replace(record, context_thread=None, context_thread_id=None)
+                for record in await self.spaces.list(space, limit=consolidation.LIST_LIMIT)
+                if record.context_thread_id in gone
+            ]
+            if replaced:
+                await self.spaces.upsert(replaced)
+                dropped += len(replaced)
+        return dropped
 
     async def _condensed_from(self, record: records.MemoryRecord) -> list[records.MemoryRecord]:
         """The ``FACT`` memories condensed from a raw statement (same personal space)."""
@@ -246,14 +264,16 @@ class Operations:
         """Delete every memory that came from one turn, in every space; returns how many."""
         with postgres.wrap_errors("read turn"):
             row = await self.db.pool.fetchrow(sql.queries["memory_turn_authors"], turn_id)
+            turn = await self.db.pool.fetchrow(sql.queries["transcript_get_turn"], turn_id)
         if row is None:
             raise errors.UnknownTurn(f"unknown turn {turn_id!r}", turn_id=turn_id)
         async with viewer_lock.hold(self.db, row["user_ids"]) as conn:
             await self._tombstone("turn", turn_id, conn=conn)
             # a turn's memories live in its authors' spaces and its stream's
-            where = [identity.personal_key(u) for u in row["user_ids"]]
-            where.append(identity.episodic_key(row["stream"]))
+            personal = [identity.personal_key(u) for u in row["user_ids"]]
+            where = [*personal, identity.episodic_key(row["stream"])]
             removed = await self.spaces.delete_turn(turn_id, spaces=where)
+            await self._drop_threads(personal, turn["message_ids"] if turn else ())
             touched = await self.profiles.delete_turn(turn_id)
             for user_id in row["user_ids"]:  # the marks the turn's memories set go with them
                 space = identity.personal_key(user_id)

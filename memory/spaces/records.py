@@ -65,6 +65,13 @@ class MemoryRecord:
     #: memory's text (``dense_text``) so that a reply's vector says what it answers; never shown
     #: as the viewer's words, and dropped with the terms when its author is forgotten
     context_question: str | None = None
+    #: for such a reply, its author's own message just before the question (the thread it
+    #: continues: "I had a picnic with friends from church" — "what games did you play?" —
+    #: "charades!"), embedded after the memory's text (``dense_text``); never shown, and dropped
+    #: when that message's memory or turn is forgotten (``context_thread_id``)
+    context_thread: str | None = None
+    #: the transcript id of that message
+    context_thread_id: str | None = None
     #: free-form extra payload (e.g. lore entity names, the bot's reply of an episode)
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: the id of the newer memory of the same viewer that supersedes this one (``supersede``):
@@ -92,10 +99,15 @@ class MemoryRecord:
     @property
     def dense_text(self) -> str:
         """What the dense vector is made of: ``search_text``, after the question it answers when
-        it answers one ("where did you move from? Sweden!"); the sparse vector has the question's
+        it answers one ("where did you move from? Sweden!") and before its author's own message
+        that came before that question (``context_thread``); the sparse vector has the question's
         terms at a lower weight instead (``lexical.document``)."""
-        question = self.context_question
-        return f"{question} {self.search_text}" if question else self.search_text
+        text = self.search_text
+        if self.context_question:
+            text = f"{self.context_question} {text}"
+            if self.context_thread:
+                text = f"{text} {self.context_thread}"
+        return text
 
     @property
     def said_at(self) -> datetime:

@@ -42,12 +42,12 @@ DELETE FROM viewer_profiles WHERE turn_id = $1 RETURNING user_id;
 SELECT id, stream, user_id, login, display_name, badges, text, ts, kind, event, reply_to, redacted
 FROM messages_visible WHERE id = ANY($1::text[]) ORDER BY ts, seq;
 
--- memory_message_before --
--- description: the id, author and text of the chat message of stream $1 just before message $2 (context for the noise filter and the question a memory answers); no row when none
+-- memory_messages_before --
+-- description: the id, author and text of the two chat messages of stream $1 just before message $2, the nearest first (context for the noise filter, the question a memory answers and the thread it continues); fewer rows when there are fewer
 SELECT id, user_id, text FROM messages_visible
 WHERE stream = $1 AND kind = 'message'
   AND (ts, seq) < (SELECT ts, seq FROM messages WHERE id = $2)
-ORDER BY ts DESC, seq DESC LIMIT 1;
+ORDER BY ts DESC, seq DESC LIMIT 2;
 
 -- memory_turn_authors --
 -- description: the stream and the distinct authors of a turn's messages ($1 turn id); no row when the turn is unknown
