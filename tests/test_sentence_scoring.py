@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from memory import models
@@ -102,3 +103,17 @@ def test_reply_vectors_thread_adds_the_authors_turn_before_the_question() -> Non
     assert made[reply_vectors.THREAD] == record.dense_text  # what the store embeds
     # no question before it: the turn alone, with or without a turn of its own before
     assert reply_vectors.made_of("ok", "nice.", own["m3"])[reply_vectors.THREAD] == "ok"
+
+
+def test_reply_vectors_floor_order_reorders_only_the_search_s_ten() -> None:
+    pool = [said(n, "nate", f"line {n}") for n in range(12)]
+    probe = harness.Probe(
+        message_id="q", asker_id="u-tim", target_id="u-nate", evidence_ids=("m9",), kind="4"
+    )
+    question = sentence_scoring.Question(probe, "what did nate say", pool, pool)
+    sparse = np.array([12.0 - n if n < 9 else 0.0 for n in range(12)])  # m9 shares no word
+    dense = np.array([0.80] * 12)
+    dense[9] = 0.90  # the nearest: the blend lifts it into the first five
+    assert list(np.argsort(-sentence_scoring.fused(dense, sparse))).index(9) >= 5
+    assert reply_vectors.floor_recall(question, dense, sparse) == 1.0
+    assert reply_vectors.floor_recall(question, dense, sparse, limit=2) == 0.0  # not found
