@@ -103,12 +103,15 @@ def lme_channels(args: argparse.Namespace) -> list[longmemeval.Channel]:
 
 
 async def lme_replay(
-    channels: list[longmemeval.Channel], embedder: str, jobs: int
+    channels: list[longmemeval.Channel],
+    embedder: str,
+    jobs: int,
+    overrides: dict[str, Any] = NO_FLOOR,
 ) -> list[models.TurnReport]:
     """The questions' turns with the floor off, in the order of ``channels``."""
     turns, _ = await longmemeval_run.replay_isolated(
         channels, embedder=embedder, jobs=jobs, embed_cache=embed_cache.DEFAULT_ROOT,
-        overrides=NO_FLOOR,
+        overrides=overrides,
     )  # fmt: skip
     return [turns[c.question_id] for c in channels]
 
@@ -268,24 +271,25 @@ def main() -> None:
     )
     args.cache.mkdir(parents=True, exist_ok=True)
     score: Callable[[list[models.TurnReport]], dict[str, Any]]
+    settings = replay_settings(args.recall_limit, args.token_budget)
     if args.source == longmemeval_run.CASE:
         channels = lme_channels(args)
         only = "-latest" if args.latest_only else ""
         name = f"{args.source}-{args.half}-{args.first or 'all'}{only}-{args.embedder}"
-        run = functools.partial(lme_replay, channels, args.embedder, args.jobs)
+        run = functools.partial(lme_replay, channels, args.embedder, args.jobs, settings)
         score = functools.partial(lme_figures, channels)
         probes = len(channels)
         authors = {c.asked.id: c.user_id for c in channels}
     else:
         case = case_for(args)
         name = f"{args.source}-{args.half}-{args.seed}-{args.embedder}"
-        if args.recall_limit or args.token_budget:
-            name += f"-limit{args.recall_limit or ''}-budget{args.token_budget or ''}"
-        settings = replay_settings(args.recall_limit, args.token_budget)
         run = functools.partial(replay, case, args.embedder, settings)
         score = functools.partial(figures, case)
         probes = len(case.probes)
         authors = author_ids(case)
+    for key, value in settings["memory"].items():  # a replay of other settings is another
+        if key != "relevance_floor":
+            name += f"-{key}{value}"
     stored = args.cache / f"{name}.pickle"
     if stored.is_file():
         reports = pickle.loads(stored.read_bytes())

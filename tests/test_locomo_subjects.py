@@ -58,7 +58,7 @@ def test_without_the_data_a_replay_says_where_it_looked(
 
 def test_a_floor_replay_takes_the_search_limit_and_token_budget_it_is_given() -> None:
     # what harness.run_full_isolated's overrides get: the floor always off, a setting not given
-    # left to its default (the replays with a wider search, docs/evaluation.md "Precision")
+    # left to its default (docs/evaluation.md, LoCoMo, "A wider search")
     assert calibrate_floor.replay_settings(None, None) == calibrate_floor.NO_FLOOR
     assert calibrate_floor.replay_settings(20, None) == {
         "memory": {"relevance_floor": False, "recall_limit": 20}
