@@ -34,11 +34,18 @@ def _deliver(signum: signal.Signals) -> None:
 
 @pytest.fixture
 def handlers() -> Iterator[None]:
-    """The handlers of the signals as a test found them, checked back after ``run``."""
+    """The handlers of the signals as a test found them, checked back after ``run``. A signal the
+    test process inherited as ignored (SIGINT in a shell's background job, ``cmd &``), which
+    ``run`` rightly leaves ignored, gets its default handler for the test, as in a terminal."""
+    inherited = {s: signal.getsignal(s) for s in stopping.SIGNALS}
+    for signum, handler in inherited.items():
+        if handler == signal.SIG_IGN:
+            default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+            signal.signal(signum, default)
     before = {s: signal.getsignal(s) for s in stopping.SIGNALS}
     yield
     after = {s: signal.getsignal(s) for s in stopping.SIGNALS}
-    for signum, handler in before.items():
+    for signum, handler in inherited.items():
         signal.signal(signum, handler)
     assert after == before, "run left a handler of its own"
 
