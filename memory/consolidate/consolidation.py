@@ -141,9 +141,11 @@ class _Before:
     text: str
     earlier: _Before | None = None
 
-    def then(self, user_id: str, message_id: str, text: str) -> _Before:
-        """The message after this one, with this one (without its own ``earlier``) before it."""
-        return _Before(user_id, message_id, text, dataclasses.replace(self, earlier=None))
+
+def _after(before: _Before | None, user_id: str, message_id: str, text: str) -> _Before:
+    """The message after ``before``, with ``before`` (without its own ``earlier``) before it."""
+    earlier = dataclasses.replace(before, earlier=None) if before is not None else None
+    return _Before(user_id, message_id, text, earlier)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,11 +260,7 @@ class Consolidator:
         messages = [_event(row) for row in rows]
         context: _Before | None = None
         for row in reversed(before):  # the earlier first
-            context = (
-                context.then(row["user_id"], row["id"], row["text"])
-                if context is not None
-                else _Before(row["user_id"], row["id"], row["text"])
-            )
+            context = _after(context, row["user_id"], row["id"], row["text"])
         tombstones = await self._tombstones(self.db.pool, turn_id, messages)
         if ("turn", turn_id) in tombstones:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
@@ -483,11 +481,7 @@ class Consolidator:
                 before, asked = bot.before, _asked_of(bot.before.text, event.login)
                 text = self._unprefixed(text, thread=bot.thread)
             thread = _thread(before, event.user_id) if bot is None else None
-            context = (
-                context.then(event.user_id, event.id, event.text)
-                if context is not None
-                else _Before(event.user_id, event.id, event.text)
-            )
+            context = _after(context, event.user_id, event.id, event.text)
             reason = self._ineligible(event, decision)
             if reason is None:
                 verdict = noise.classify(text, bot_names=self.bot_names, previous=asked)

@@ -35,7 +35,7 @@ from memory.adapters import postgres
 from memory.consolidate import consolidation, documents
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from config.settings import Settings
     from memory import ports
@@ -153,17 +153,12 @@ class Eraser:
         dense vector is made again from the memory's own text); returns how many."""
         dropped = 0
         for other, questions in answered.items():
-            space = identity.personal_key(other)
-            replaced = [
-                dataclasses.replace(
-                    record, context_terms=(), context_message_id=None, context_question=None
-                )
-                for record in await self.spaces.list(space, limit=consolidation.LIST_LIMIT)
-                if record.context_message_id in questions
-            ]
-            if replaced:
-                await self.spaces.upsert(replaced)
-                dropped += len(replaced)
+            dropped += await reindex_without(
+                self.spaces,
+                identity.personal_key(other),
+                lambda record: record.context_message_id in questions,
+                context_terms=(), context_message_id=None, context_question=None,
+            )  # fmt: skip
         return dropped
 
     async def _episodes(
@@ -229,6 +224,25 @@ def scrub_item(
             return None
         return dataclasses.replace(item, text=ERASED, tool_calls=())
     return item
+
+
+async def reindex_without(
+    spaces: ports.MemorySpaces,
+    space: str,
+    matches: Callable[[records.MemoryRecord], bool],
+    **cleared: Any,
+) -> int:
+    """Store again, with the fields ``cleared`` (the context of a memory: the question it answers,
+    the thread it continues), the memories of ``space`` that ``matches``: their vectors are made
+    again without it. Returns how many."""
+    replaced = [
+        dataclasses.replace(record, **cleared)
+        for record in await spaces.list(space, limit=consolidation.LIST_LIMIT)
+        if matches(record)
+    ]
+    if replaced:
+        await spaces.upsert(replaced)
+    return len(replaced)
 
 
 def redact_episode(record: records.MemoryRecord, user_id: str) -> records.MemoryRecord | None:

@@ -239,14 +239,10 @@ class Operations:
         gone = set(message_ids)
         dropped = 0
         for space in spaces_:
-            replaced = [
-                dataclasses.replace(record, context_thread=None, context_thread_id=None)
-                for record in await self.spaces.list(space, limit=consolidation.LIST_LIMIT)
-                if record.context_thread_id in gone
-            ]
-            if replaced:
-                await self.spaces.upsert(replaced)
-                dropped += len(replaced)
+            dropped += await erasure.reindex_without(
+                self.spaces, space, lambda record: record.context_thread_id in gone,
+                context_thread=None, context_thread_id=None,
+            )  # fmt: skip
         return dropped
 
     async def _condensed_from(self, record: records.MemoryRecord) -> list[records.MemoryRecord]:
