@@ -180,6 +180,15 @@ async def test_an_answer_is_indexed_and_embedded_with_the_question_it_answers(
 PICNIC = "last weekend I had a picnic with some friends from church"
 
 
+def picnic_thread() -> list[models.ChatEvent]:
+    """Alice's picnic, bob's question about it, alice's reply (the thread it continues)."""
+    return [
+        msg("m1", "alice", PICNIC),
+        msg("m2", "bob", "nice! what games did you all play?", second=3),
+        msg("m3", "alice", "charades and a scavenger hunt", second=6),
+    ]
+
+
 @pytest.mark.parametrize("one_turn", [False, True], ids=["turn by turn", "one turn"])
 async def test_a_reply_is_embedded_with_its_author_s_message_before_the_question(
     db: postgres.Database,
@@ -188,9 +197,7 @@ async def test_a_reply_is_embedded_with_its_author_s_message_before_the_question
     one_turn: bool,
 ) -> None:
     chat = [
-        msg("m1", "alice", PICNIC),
-        msg("m2", "bob", "nice! what games did you all play?", second=3),
-        msg("m3", "alice", "charades and a scavenger hunt", second=6),
+        *picnic_thread(),
         msg("m4", "carla", "what a stream", second=8),
         msg("m5", "bob", "carla, do you like charades?", second=9),
         msg("m6", "alice", "I always lose at charades", second=11),  # carla's words before
@@ -239,6 +246,91 @@ async def test_forgetting_a_turn_takes_its_messages_out_of_the_replies_that_cont
     assert games.text == "charades and a scavenger hunt"
     assert games.context_question == "what games did you all play?"
     assert (games.context_thread, games.context_thread_id) == (None, None)
+
+
+async def forget_the_picnic(ops: operations.Operations, how: str, said: str, space: str) -> None:
+    """Forget, or correct, the memory of ``PICNIC`` (said in turn ``said``) the way ``how`` names."""
+    [picnic] = [r for r in await ops.spaces.list(space) if r.text == PICNIC]
+    if how == "memory":
+        await ops.forget_memory(picnic.id, actor="test")
+    elif how == "turn":
+        await ops.forget_turn(said, actor="test")
+    else:
+        await ops.correct(picnic.id, "last weekend I stayed home", actor="test")
+
+
+@pytest.mark.parametrize("how", ["memory", "turn", "correct"])
+async def test_a_reply_consolidated_after_a_forget_is_not_embedded_with_the_forgotten_words(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+    how: str,
+) -> None:
+    """The transcript keeps a forgotten memory's message; a reply consolidated later (a job that
+    waited in the queue, a replay) reads it there as the thread it continues, and must not."""
+    picnic, *rest_of_it = picnic_thread()
+    said = await journal_turn(db, [picnic])
+    await consolidator.consolidate(said)
+    ops = operations.Operations(db, spaces)
+    space = identity.personal_key("1001")
+    await forget_the_picnic(ops, how, said, space)
+
+    rest = await journal_turn(db, rest_of_it)
+    await consolidator.consolidate(rest)
+    [games] = [r for r in await spaces.list(space) if r.text == "charades and a scavenger hunt"]
+    assert games.context_question == "what games did you all play?"
+    assert (games.context_thread, games.context_thread_id) == (None, None)
+    assert PICNIC not in games.dense_text
+
+
+@pytest.mark.parametrize("how", ["memory", "correct"])
+async def test_a_turn_consolidated_again_does_not_bring_a_forgotten_thread_back(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+    how: str,
+) -> None:
+    """One turn holds the message and the reply: a retried job reads both again."""
+    turn_id = await journal_turn(db, picnic_thread())
+    await consolidator.consolidate(turn_id)
+    space = identity.personal_key("1001")
+    ops = operations.Operations(db, spaces)
+    await forget_the_picnic(ops, how, turn_id, space)
+    [games] = [r for r in await spaces.list(space) if r.text == "charades and a scavenger hunt"]
+    assert games.context_thread is None  # the forget or the correction re-embedded it
+
+    await consolidator.consolidate(turn_id)
+    texts = {r.text: r for r in await spaces.list(space)}
+    assert PICNIC not in texts
+    assert texts["charades and a scavenger hunt"].context_thread is None
+
+
+async def test_a_forgotten_viewer_s_question_indexes_no_later_reply(
+    db: postgres.Database,
+    spaces: fake_spaces.InMemorySpaces,
+    consolidator: consolidation.Consolidator,
+) -> None:
+    """Bob, who asked, is forgotten before alice's reply is consolidated: his question is not
+    the reply's context; what he asks after the forget is."""
+    asked = await journal_turn(db, [msg("m1", "bob", "where do you live, alice?")])
+    await consolidator.consolidate(asked)
+    await operations.Operations(db, spaces).forget_viewer("1002", actor="test")
+    answer = await journal_turn(db, [msg("m2", "alice", "I live in Lyon", second=3)])
+    await consolidator.consolidate(answer)
+    [lyon] = await spaces.list(identity.personal_key("1001"))
+    assert lyon.context_question is None
+
+    later = datetime.now(UTC) + timedelta(minutes=1)
+    again = await journal_turn(
+        db,
+        [
+            msg("m3", "bob", "and what do you do, alice?", at=later),
+            msg("m4", "alice", "I'm a nurse", at=later + timedelta(seconds=2)),
+        ],
+    )
+    await consolidator.consolidate(again)
+    nurse = {r.text: r for r in await spaces.list(identity.personal_key("1001"))}["I'm a nurse"]
+    assert nurse.context_question == "and what do you do, alice?"
 
 
 async def delivered(db: postgres.Database, turn_id: str, twitch_message_id: str) -> None:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memory import errors, identity, models, sql
 from memory.adapters import postgres
-from memory.consolidate import barrier, documents, facts, marks, noise, viewer_lock
+from memory.consolidate import barrier, documents, facts, marks, noise, tombstones, viewer_lock
 from memory.consolidate import profile as profile_module
 from memory.history import transcript
 from memory.spaces import records as memory_records
@@ -158,11 +158,63 @@ def _event(row: postgres.Record) -> _Message:
     return _Message(event=transcript.event_from_row(row), redacted=bool(row["redacted"]))
 
 
-def _thread(before: _Before | None, user_id: str) -> tuple[str, str] | None:
+@dataclass(frozen=True, slots=True)
+class _Prior:
+    """A chat message of the stream just before the turn (``memory_messages_before``)."""
+
+    message_id: str
+    user_id: str
+    text: str
+    ts: datetime
+    redacted: bool
+    #: the turns that hold it (where its memory is)
+    turn_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, row: postgres.Record) -> _Prior:
+        return cls(
+            row["id"],
+            row["user_id"],
+            row["text"],
+            row["ts"],
+            row["redacted"],
+            tuple(row["turn_ids"]),
+        )
+
+
+def _context(prior: Sequence[_Prior]) -> _Before | None:
+    """The message before the turn, with the one before it (``prior``: the nearest first)."""
+    context: _Before | None = None
+    for p in reversed(prior):
+        context = _after(context, p.user_id, p.message_id, p.text)
+    return context
+
+
+def _withheld(
+    turn_id: str,
+    messages: Sequence[_Message],
+    prior: Sequence[_Prior],
+    forgotten: tombstones.Tombstones,
+) -> frozenset[str]:
+    """The messages, of the turn and just before it, that no reply may be embedded with as the
+    thread it continues: redacted, or their memory, their turn or their author forgotten."""
+    held = [(p.turn_ids, p.user_id, p.message_id, p.ts, p.redacted) for p in prior]
+    held += [((turn_id,), m.event.user_id, m.event.id, m.event.ts, m.redacted) for m in messages]
+    return frozenset(
+        message_id
+        for turn_ids, user_id, message_id, ts, redacted in held
+        if redacted or forgotten.erased(turn_ids, user_id, message_id, ts)
+    )
+
+
+def _thread(
+    before: _Before | None, user_id: str, withheld: frozenset[str] = frozenset()
+) -> tuple[str, str] | None:
     """(id, text) of ``user_id``'s own message just before ``before`` (another viewer's), the
-    thread a reply to ``before`` continues; None when that message is somebody else's."""
+    thread a reply to ``before`` continues; None when that message is somebody else's or its
+    words were forgotten (``withheld``)."""
     earlier = before.earlier if before is not None else None
-    if earlier is None or earlier.user_id != user_id:
+    if earlier is None or earlier.user_id != user_id or earlier.message_id in withheld:
         return None
     return earlier.message_id, earlier.text
 
@@ -258,22 +310,19 @@ class Consolidator:
             )
             answered = await self._bot_words(turn_id, stream, rows)
         messages = [_event(row) for row in rows]
-        context: _Before | None = None
-        for row in reversed(before):  # the earlier first
-            context = _after(context, row["user_id"], row["id"], row["text"])
-        tombstones = await self._tombstones(self.db.pool, turn_id, messages)
-        if ("turn", turn_id) in tombstones:
+        prior = [_Prior.of(row) for row in before]
+        gone = await self._tombstones(self.db.pool, turn_id, messages, prior)
+        if ("turn", turn_id) in gone:
             return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
         decision = await self.barrier.excluded(turn_id)
-        draft = self._draft(turn_id, turn, messages, tombstones, decision, context, answered)
+        draft = self._draft(turn_id, turn, messages, gone, decision, prior, answered)
         condensed, refreshed = await self._facts(turn_id, draft.personal)
         async with viewer_lock.hold(self.db, {m.event.user_id for m in messages}) as conn:
-            tombstones = await self._tombstones(conn, turn_id, messages, condensed)
-            if ("turn", turn_id) in tombstones:
+            gone = await self._tombstones(conn, turn_id, messages, prior, condensed)
+            if ("turn", turn_id) in gone:
                 return Result(turn_id=turn_id, stream=stream, skipped="forgotten")
-            draft = self._draft(turn_id, turn, messages, tombstones, decision, context, answered)
-            forgotten = {target for kind, target in tombstones if kind == "memory"}
-            condensed = facts.live(condensed, draft.personal, forgotten)
+            draft = self._draft(turn_id, turn, messages, gone, decision, prior, answered)
+            condensed = facts.live(condensed, draft.personal, gone.memories())
             await self._write(turn_id, draft, condensed, refreshed)
         personal, episode = draft.personal, draft.episode
         viewers = tuple(sorted({r.user_id for r in [*personal, *condensed] if r.user_id}))
@@ -317,27 +366,34 @@ class Consolidator:
         turn_id: str,
         turn: postgres.Record,
         messages: Sequence[_Message],
-        tombstones: Mapping[tuple[str, str], datetime | None],
+        gone: tombstones.Tombstones,
         decision: barrier.BarrierDecision,
-        context: _Before | None = None,
+        prior: Sequence[_Prior] = (),
         answered: Mapping[str, _BotWords] | None = None,
     ) -> _Draft:
-        """What the turn gives, minus everything forgotten (redacted, tombstoned). ``context``:
-        the stream's message before the turn; ``answered``: the bot's replies its messages answer
+        """What the turn gives, minus everything forgotten (redacted, tombstoned). ``prior``:
+        the stream's messages before the turn; ``answered``: the bot's replies its messages answer
         (``_bot_words``)."""
-        if context is not None and ("viewer", context.user_id) in tombstones:
-            context = None  # a forgotten viewer's words index nothing
+        context = _context(prior)
+        nearest = prior[0] if prior else None
+        if nearest and (nearest.redacted or gone.said_before_forget(nearest.user_id, nearest.ts)):
+            context = None  # the words of a forgotten viewer, or redacted ones, index nothing
         public = [
-            m.event for m in messages if not m.redacted and not self._forgotten(m, tombstones)
+            m.event
+            for m in messages
+            if not m.redacted and not gone.said_before_forget(m.event.user_id, m.event.ts)
         ]
-        personal, dropped = self._personal(turn_id, public, decision, context, answered or {})
-        personal = [r for r in personal if ("memory", r.id) not in tombstones]
+        withheld = _withheld(turn_id, messages, prior, gone)
+        personal, dropped = self._personal(
+            turn_id, public, decision, context, answered or {}, withheld
+        )
+        personal = [r for r in personal if ("memory", r.id) not in gone]
         episode = None
         if self.settings.memory.use_episodic:
             episode = self._episode(
                 turn_id, turn["stream"], public, turn["reply"], turn["reply_ts"]
             )
-        if episode is not None and ("memory", episode.id) in tombstones:
+        if episode is not None and ("memory", episode.id) in gone:
             episode = None
         return _Draft(personal=personal, dropped=dropped, episode=episode)
 
@@ -425,40 +481,31 @@ class Consolidator:
                     break
         return out
 
+    @staticmethod
     async def _tombstones(
-        self,
         conn: postgres.Pool | postgres.Connection,
         turn_id: str,
         messages: Sequence[_Message],
+        prior: Sequence[_Prior],
         condensed: Sequence[memory_records.MemoryRecord] = (),
-    ) -> dict[tuple[str, str], datetime | None]:
+    ) -> tombstones.Tombstones:
+        """The tombstones of the turn, its messages' memories, episode and facts, and its
+        authors; of the messages before it (``prior``): their turns, memories and authors."""
         events = [m.event for m in messages]
-        ids = [
-            documents.point_id(turn_id, e.user_id, memory_records.MemoryKind.PERSONAL, e.id)
-            for e in events
-        ]
+        ids = [m for e in events for m in tombstones.personal_ids([turn_id], e.user_id, e.id)]
         ids += [
             documents.point_id(turn_id, "stream", memory_records.MemoryKind.EPISODIC),
             *(r.id for r in condensed),
         ]
-        with postgres.wrap_errors("read tombstones"):
-            rows = await conn.fetch(
-                sql.queries["memory_tombstones_for_turn"],
-                turn_id,
-                ids,
-                sorted({e.user_id for e in events}),
-            )
-        return {(row["kind"], row["target"]): row["until_ts"] for row in rows}
-
-    @staticmethod
-    def _forgotten(
-        message: _Message, tombstones: Mapping[tuple[str, str], datetime | None]
-    ) -> bool:
-        key = ("viewer", message.event.user_id)
-        if key not in tombstones:
-            return False
-        until = tombstones[key]
-        return until is None or message.event.ts <= until
+        ids += [
+            m for p in prior for m in tombstones.personal_ids(p.turn_ids, p.user_id, p.message_id)
+        ]
+        return await tombstones.read(
+            conn,
+            [turn_id, *(t for p in prior for t in p.turn_ids)],
+            ids,
+            [*(e.user_id for e in events), *(p.user_id for p in prior)],
+        )
 
     def _personal(
         self,
@@ -467,6 +514,7 @@ class Consolidator:
         decision: barrier.BarrierDecision,
         context: _Before | None = None,
         answered: Mapping[str, _BotWords] | None = None,
+        withheld: frozenset[str] = frozenset(),
     ) -> tuple[list[memory_records.MemoryRecord], dict[str, str]]:
         records: list[memory_records.MemoryRecord] = []
         dropped: dict[str, str] = {}
@@ -480,7 +528,7 @@ class Consolidator:
                 # "@bot" (a thread's prefix, or the viewer's own) addresses nobody
                 before, asked = bot.before, _asked_of(bot.before.text, event.login)
                 text = self._unprefixed(text, thread=bot.thread)
-            thread = _thread(before, event.user_id) if bot is None else None
+            thread = _thread(before, event.user_id, withheld) if bot is None else None
             context = _after(context, event.user_id, event.id, event.text)
             reason = self._ineligible(event, decision)
             if reason is None:

@@ -344,6 +344,8 @@ class Operations:
                 doomed = [original.id, *(r.id for r in await self._condensed_from(original))]
                 await self._tombstone("memory", *doomed, conn=conn)
                 await self.spaces.delete(original.space, doomed)
+                # the replies embedded with the original's words: the correction says otherwise
+                await self._drop_threads([original.space], original.origin_message_ids)
             await self.profiles.delete_memories([original.id, *doomed])
             if original.user_id and original.space == identity.personal_key(original.user_id):
                 await self.profiles.apply_memories([correction])

@@ -43,11 +43,13 @@ SELECT id, stream, user_id, login, display_name, badges, text, ts, kind, event, 
 FROM messages_visible WHERE id = ANY($1::text[]) ORDER BY ts, seq;
 
 -- memory_messages_before --
--- description: the id, author and text of the two chat messages of stream $1 just before message $2, the nearest first (context for the noise filter, the question a memory answers and the thread it continues); fewer rows when there are fewer
-SELECT id, user_id, text FROM messages_visible
-WHERE stream = $1 AND kind = 'message'
-  AND (ts, seq) < (SELECT ts, seq FROM messages WHERE id = $2)
-ORDER BY ts DESC, seq DESC LIMIT 2;
+-- description: the two chat messages of stream $1 just before message $2, the nearest first, with their author, time, whether redacted and the turns that hold them (context for the noise filter, the question a memory answers and the thread it continues); fewer rows when there are fewer
+SELECT m.id, m.user_id, m.text, m.ts, m.redacted,
+       ARRAY(SELECT tm.turn_id FROM turn_messages tm WHERE tm.message_id = m.id) AS turn_ids
+FROM messages_visible m
+WHERE m.stream = $1 AND m.kind = 'message'
+  AND (m.ts, m.seq) < (SELECT ts, seq FROM messages WHERE id = $2)
+ORDER BY m.ts DESC, m.seq DESC LIMIT 2;
 
 -- memory_turn_authors --
 -- description: the stream and the distinct authors of a turn's messages ($1 turn id); no row when the turn is unknown
@@ -85,9 +87,9 @@ SELECT pg_advisory_lock($1::bigint);
 SELECT pg_advisory_unlock($1::bigint);
 
 -- memory_tombstones_for_turn --
--- description: tombstones that concern a turn ($1 turn id, $2 memory ids, $3 user ids)
+-- description: tombstones that concern a turn ($1 turn ids: the turn's and those of the messages before it, $2 memory ids, $3 user ids)
 SELECT kind, target, until_ts FROM memory_tombstones
-WHERE (kind = 'turn' AND target = $1)
+WHERE (kind = 'turn' AND target = ANY($1::text[]))
    OR (kind = 'memory' AND target = ANY($2::text[]))
    OR (kind = 'viewer' AND target = ANY($3::text[]));
 
