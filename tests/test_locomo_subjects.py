@@ -36,6 +36,23 @@ def test_the_least_irrelevant_share_counts_one_item_an_evidence_turn() -> None:
     assert locomo_subjects.irrelevant([*probes, probe("q3", "e4")], rankings) == (share, least)
 
 
+def test_the_bounds_of_the_irrelevant_share_judge_and_cut_each_probe_s_items() -> None:
+    probes = [probe("q1", "e1"), probe("q2", "e2"), probe("q3", "e3")]
+    rankings = {
+        "q1": [frozenset({"x"}), frozenset({"e1"}), frozenset({"y"}), frozenset({"z"})],
+        "q2": [frozenset({"x"}), frozenset({"y"})],  # no evidence among them
+        "q3": [frozenset({"e3"})],
+    }
+    found = locomo_subjects.bounds(probes, rankings)
+    assert found["as ranked"] == pytest.approx((5 / 7, 7 / 3))
+    # a perfect judge leaves q2's two items out
+    assert found["no items without evidence"] == pytest.approx((3 / 5, 5 / 3))
+    # a perfect cut keeps q1's first two and q3's, and q2 whole
+    assert found["cut after the last evidence item"] == pytest.approx((3 / 5, 5 / 3))
+    assert found["both"] == pytest.approx((1 / 3, 1.0))
+    assert locomo_subjects.first_places(probes, rankings) == {2: 1, 1: 1}
+
+
 @pytest.mark.parametrize(
     ("script", "options", "missing"),
     [
