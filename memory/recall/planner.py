@@ -106,10 +106,9 @@ def _query(texts: Iterable[str]) -> str:
 
 def _objects(norm: str, words_of: dict[str, set[str]]) -> set[str]:
     """The viewers a question names only as the object of what it asks ("what did alice say to
-    bob?", "what does alice think of bob's job?", "cosa ha detto alice a bob?", "how does alice
-    describe the studio that bob opened?") when it names another as its subject: their spaces hold
-    what they said, and what is asked is what the subject said. Nobody when no named viewer is a
-    subject ("what about bob and carol?")."""
+    bob?", "what does alice think of bob's job?", "cosa ha detto alice a bob?") when it names
+    another as its subject: their spaces hold what they said, and what is asked is what the
+    subject said. Nobody when no named viewer is a subject ("what about bob and carol?")."""
     tokens = norm.split()
     roles: dict[str, set[bool]] = {}  # viewer → is each of its names an object?
     previous: tuple[int, bool] | None = None  # the last name's end and role
@@ -127,8 +126,6 @@ def _objects(norm: str, words_of: dict[str, set[str]]) -> set[str]:
             role = previous[1]  # "alice and bob": as alice
         elif any(f" {' '.join(tokens[:i])}".endswith(f" {s}") for s in lexicon.SOURCE_BEFORE):
             role = False  # "according to alice": the one who said it
-        elif before in lexicon.CLAUSE_BEFORE:
-            role = any(False in found for found in roles.values())  # after a subject: a clause
         else:
             role = before in lexicon.OBJECT_BEFORE or tokens[end + 1 : end + 2] == ["s"]
         roles.setdefault(owner, set()).add(role)

@@ -152,10 +152,6 @@ OBJECT_BEFORE = frozenset(
         "a|ad|con|per|di|da|su|tra|fra|verso|senza"
     )
 )
-#: a name after these, once another name was the question's subject, is in a clause about what
-#: the subject said or did ("how does alice describe the studio that bob opened?", "alice dice che
-#: bob…"): an object, as after ``OBJECT_BEFORE``
-CLAUSE_BEFORE = frozenset(phrases("that|che"))
 #: "alice and bob": bob has alice's role
 AND_WORDS = frozenset(phrases("and|or|nor|e|ed|o|oppure"))
 #: a name after these is the source of what is asked ("according to alice, what…")
