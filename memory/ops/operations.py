@@ -260,7 +260,6 @@ class Operations:
         """Delete every memory that came from one turn, in every space; returns how many."""
         with postgres.wrap_errors("read turn"):
             row = await self.db.pool.fetchrow(sql.queries["memory_turn_authors"], turn_id)
-            turn = await self.db.pool.fetchrow(sql.queries["transcript_get_turn"], turn_id)
         if row is None:
             raise errors.UnknownTurn(f"unknown turn {turn_id!r}", turn_id=turn_id)
         async with viewer_lock.hold(self.db, row["user_ids"]) as conn:
@@ -269,7 +268,7 @@ class Operations:
             personal = [identity.personal_key(u) for u in row["user_ids"]]
             where = [*personal, identity.episodic_key(row["stream"])]
             removed = await self.spaces.delete_turn(turn_id, spaces=where)
-            await self._drop_threads(personal, turn["message_ids"] if turn else ())
+            await self._drop_threads(personal, row["message_ids"])
             touched = await self.profiles.delete_turn(turn_id)
             for user_id in row["user_ids"]:  # the marks the turn's memories set go with them
                 space = identity.personal_key(user_id)

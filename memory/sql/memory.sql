@@ -52,11 +52,12 @@ WHERE m.stream = $1 AND m.kind = 'message'
 ORDER BY m.ts DESC, m.seq DESC LIMIT 2;
 
 -- memory_turn_authors --
--- description: the stream and the distinct authors of a turn's messages ($1 turn id); no row when the turn is unknown
-SELECT t.stream, coalesce(array_agg(DISTINCT m.user_id) FILTER (WHERE m.user_id IS NOT NULL), '{}') AS user_ids
+-- description: the stream, the message ids and the distinct authors of a turn's messages ($1 turn id); no row when the turn is unknown
+SELECT t.stream, t.message_ids,
+       coalesce(array_agg(DISTINCT m.user_id) FILTER (WHERE m.user_id IS NOT NULL), '{}') AS user_ids
 FROM turns t LEFT JOIN messages m ON m.id = ANY(t.message_ids)
 WHERE t.id = $1
-GROUP BY t.stream;
+GROUP BY t.stream, t.message_ids;
 
 -- memory_stream_paused --
 -- description: whether memory writing is paused for a stream ($1 stream)
