@@ -1,13 +1,18 @@
 """Benchmark of ``memory.admin reembed``'s engine on the embedded Qdrant (prints figures).
 
-    .venv/bin/python scripts/bench_reembed.py [--spaces 100] [--per-space 50] [--to offline|e5]
+    .venv/bin/python scripts/bench_reembed.py [--spaces 100] [--per-space 50]
+        [--to offline|e5|offline,e5] [--limit N] [--no-resume]
 
 Fills ``--spaces`` viewer spaces with ``--per-space`` chat-length memories each (8-20 words, drawn
 from a fixed list of statements with a seeded generator; offline embedder, dim 384) in a temporary
-data folder, then times, for the target embedder (``--to``: offline, dim 256, or the bundled e5): a
-full rebuild; the same rebuild stopped half-way by a budget and resumed (what the resumed run costs
-against the half it has left); and the plan of an up-to-date store (what a no-op run costs). The
-rate of the full rebuild is extrapolated to 10,000 viewers x 100 memories (not measured).
+data folder, then times, for each target embedder (``--to``: offline, dim 256, and/or the bundled
+e5; each rebuilds a copy of the filled folder): a full rebuild, by phase (the build embeds and
+writes a staging collection, the swap copies it back), with the build's rate over its first tenth
+and after it (whether it slows as the collections grow); the same rebuild stopped half-way by a
+budget and resumed (what the resumed run costs against the half it has left); and the plan of an
+up-to-date store (what a no-op run costs). ``--limit N`` stops each rebuild after N memories: the
+rate of a target on a store too large to rebuild whole in a run. The rate is extrapolated to
+10,000 viewers x 100 memories (not measured).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,70 +113,127 @@ async def target(name: str) -> ports.Embedder:
     return batching.BatchingEmbedder(embedders.OfflineHashEmbedder(256))
 
 
+@dataclass(slots=True)
+class Timing:
+    """Where a rebuild's time went: ``marks`` are (memories embedded, seconds) at each tenth."""
+
+    total: int
+    embedded: int = 0
+    marks: list[tuple[int, float]] = field(default_factory=list)
+    build_s: float = 0.0
+    swap_s: float = 0.0
+    collections: int = 0
+
+    @property
+    def seconds(self) -> float:
+        return self.build_s + self.swap_s
+
+
 async def rebuild(
     settings: Settings, embedder: ports.Embedder, budget: int | None = None
-) -> tuple[int, int, float]:
-    """(memories embedded, collections planned, seconds)."""
+) -> Timing:
+    """Run the rebuild (stopping after ``budget`` memories); its timing by phase."""
     start = time.perf_counter()
-    embedded = 0
     async with qdrant_reembed.open_reembedder(settings, embedder) as job:
         tasks = await job.plan(None)
+        timing = Timing(total=sum(task.remaining for task in tasks), collections=len(tasks))
+        step = max(timing.total // 10, 1)
+        swap_began: list[float] = []
+
+        def on_batch(phase: str, count: int) -> None:
+            if phase == "swap":
+                if not swap_began:
+                    swap_began.append(time.perf_counter())
+                return
+            before = timing.embedded
+            timing.embedded += count
+            if timing.embedded // step > before // step:
+                timing.marks.append((timing.embedded, time.perf_counter() - start))
+
         for task in tasks:
-            left = None if budget is None else budget - embedded
-            count, finished = await job.run(task, budget=left)
-            embedded += count
+            left = None if budget is None else budget - timing.embedded
+            _, finished = await job.run(task, on_batch=on_batch, budget=left)
             if not finished:
                 break
         await job.finish()
-    return embedded, len(tasks), time.perf_counter() - start
+    ended = time.perf_counter()
+    timing.build_s = (swap_began[0] if swap_began else ended) - start
+    timing.swap_s = ended - swap_began[0] if swap_began else 0.0
+    return timing
+
+
+def report(label: str, timing: Timing) -> str:
+    rate = timing.embedded / timing.build_s
+    line = (
+        f"{label}: {timing.embedded} of {timing.total} memories in {timing.collections} "
+        f"collection(s), build {timing.build_s:.1f} s ({rate:.1f} memories/s)"
+    )
+    if timing.swap_s:
+        line += f", swap {timing.swap_s:.1f} s, {timing.seconds:.1f} s wall"
+    if len(timing.marks) > 1:  # does the build slow down as the collections grow?
+        (n0, t0), (n1, t1) = timing.marks[0], timing.marks[-1]
+        line += f"; first tenth {n0 / t0:.1f}/s, after it {(n1 - n0) / (t1 - t0):.1f}/s"
+    return line
+
+
+async def resumed(settings: Settings, embedder: ports.Embedder, total: int, one_go: float) -> None:
+    """The same rebuild stopped half-way by a budget, then run again to the end."""
+    first = await rebuild(settings, embedder, budget=total // 2)
+    rest = await rebuild(settings, embedder)
+    print(
+        f"interrupted at {first.embedded} then resumed: the resumed run embedded {rest.embedded} "
+        f"(total {first.embedded + rest.embedded} of {total}), {first.seconds:.1f} s + "
+        f"{rest.seconds:.1f} s ({rest.embedded / rest.seconds:.1f} memories/s resumed; "
+        f"{(first.seconds + rest.seconds) / one_go - 1:+.0%} against one go)"
+    )
+    start = time.perf_counter()
+    async with qdrant_reembed.open_reembedder(settings, embedder) as job:
+        assert await job.plan(None) == []
+    print(f"plan of an up-to-date store: {time.perf_counter() - start:.2f} s")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--spaces", type=int, default=100)
     parser.add_argument("--per-space", type=int, default=50)
-    parser.add_argument("--to", choices=("offline", "e5"), default="offline")
+    parser.add_argument(
+        "--to", default="offline", help="offline, e5, or both (offline,e5): each rebuilds a copy"
+    )
+    parser.add_argument(
+        "--limit", type=int, help="stop each rebuild after this many memories (the rate at scale)"
+    )
+    parser.add_argument(
+        "--no-resume", action="store_true", help="leave out the interrupted-and-resumed rebuild"
+    )
     args = parser.parse_args()
     total = args.spaces * args.per_space
     began = time.perf_counter()
-    embedder = await target(args.to)
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "source"
         words = await fill(Settings(data_dir=source), args.spaces, args.per_space)
         print(
             f"filled {total} memories of {args.spaces} viewers (offline, dim 384; "
             f"{min(words)}-{max(words)} words, mean {sum(words) / len(words):.1f}) "
-            f"in {time.perf_counter() - began:.0f} s; target {embedder.name} (dim {embedder.dim})"
+            f"in {time.perf_counter() - began:.0f} s"
         )
-        shutil.copytree(source, Path(folder) / "b")
-
-        settings = Settings(data_dir=source)
-        embedded, collections, seconds = await rebuild(settings, embedder)
-        rate = embedded / seconds
-        print(
-            f"full rebuild: {embedded} memories in {collections} collection(s), "
-            f"{seconds:.1f} s wall ({rate:.1f} memories/s)"
-        )
-
-        settings = Settings(data_dir=Path(folder) / "b")
-        half, _, first = await rebuild(settings, embedder, budget=total // 2)
-        rest, _, second = await rebuild(settings, embedder)
-        print(
-            f"interrupted at {half} then resumed: the resumed run embedded {rest} "
-            f"(total {half + rest} of {total}), {first:.1f} s + {second:.1f} s "
-            f"({rest / second:.1f} memories/s resumed; {(first + second) / seconds - 1:+.0%} "
-            f"against one go)"
-        )
-        start = time.perf_counter()
-        async with qdrant_reembed.open_reembedder(settings, embedder) as job:
-            assert await job.plan(None) == []
-        print(f"plan of an up-to-date store: {time.perf_counter() - start:.2f} s")
-    embedders.close(embedder)
-    hours = EXTRAPOLATED / rate / 3600
-    print(
-        f"extrapolation, not measured: 10,000 viewers x 100 memories = {EXTRAPOLATED:,} memories "
-        f"at {rate:.1f} memories/s = {hours:.1f} h"
-    )
+        for name in args.to.split(","):
+            embedder = await target(name)
+            copies = [Path(folder) / f"{name}-{copy}" for copy in ("full", "resumed")]
+            for copy in copies[: 1 if args.no_resume or args.limit else 2]:
+                shutil.copytree(source, copy)
+            timing = await rebuild(Settings(data_dir=copies[0]), embedder, budget=args.limit)
+            print(report(f"{embedder.name} (dim {embedder.dim})", timing))
+            if not (args.no_resume or args.limit):
+                await resumed(Settings(data_dir=copies[1]), embedder, total, timing.seconds)
+            embedders.close(embedder)
+            for copy in copies:
+                shutil.rmtree(copy, ignore_errors=True)
+            rate = timing.embedded / timing.seconds
+            print(
+                f"extrapolation, not measured: 10,000 viewers x 100 memories = "
+                f"{EXTRAPOLATED:,} memories at {rate:.1f} memories/s = "
+                f"{EXTRAPOLATED / rate / 3600:.1f} h"
+            )
     print(f"whole command: {time.perf_counter() - began:.0f} s")
 
 
