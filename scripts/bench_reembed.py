@@ -1,7 +1,7 @@
 """Benchmark of ``memory.admin reembed``'s engine on the embedded Qdrant (prints figures).
 
     .venv/bin/python scripts/bench_reembed.py [--spaces 100] [--per-space 50]
-        [--to offline|e5|offline,e5] [--limit N] [--no-resume]
+        [--to offline|e5|offline,e5:20000] [--no-resume]
 
 Fills ``--spaces`` viewer spaces with ``--per-space`` chat-length memories each (8-20 words, drawn
 from a fixed list of statements with a seeded generator; offline embedder, dim 384) in a temporary
@@ -10,8 +10,8 @@ e5; each rebuilds a copy of the filled folder): a full rebuild, by phase (the bu
 writes a staging collection, the swap copies it back), with the build's rate over its first tenth
 and after it (whether it slows as the collections grow); the same rebuild stopped half-way by a
 budget and resumed (what the resumed run costs against the half it has left); and the plan of an
-up-to-date store (what a no-op run costs). ``--limit N`` stops each rebuild after N memories: the
-rate of a target on a store too large to rebuild whole in a run. The rate is extrapolated to
+up-to-date store (what a no-op run costs). A target written ``e5:N`` stops its rebuild after N
+memories (no resumed run): its rate on a store too large to rebuild whole in a run. The rate is extrapolated to
 10,000 viewers x 100 memories (not measured).
 """
 
@@ -197,10 +197,9 @@ async def main() -> None:
     parser.add_argument("--spaces", type=int, default=100)
     parser.add_argument("--per-space", type=int, default=50)
     parser.add_argument(
-        "--to", default="offline", help="offline, e5, or both (offline,e5): each rebuilds a copy"
-    )
-    parser.add_argument(
-        "--limit", type=int, help="stop each rebuild after this many memories (the rate at scale)"
+        "--to",
+        default="offline",
+        help="offline, e5 or both (offline,e5), each rebuilding a copy; NAME:N stops after N memories",
     )
     parser.add_argument(
         "--no-resume", action="store_true", help="leave out the interrupted-and-resumed rebuild"
@@ -216,14 +215,16 @@ async def main() -> None:
             f"{min(words)}-{max(words)} words, mean {sum(words) / len(words):.1f}) "
             f"in {time.perf_counter() - began:.0f} s"
         )
-        for name in args.to.split(","):
+        for spec in args.to.split(","):
+            name, _, limit = spec.partition(":")
+            budget = int(limit) if limit else None
             embedder = await target(name)
             copies = [Path(folder) / f"{name}-{copy}" for copy in ("full", "resumed")]
-            for copy in copies[: 1 if args.no_resume or args.limit else 2]:
+            for copy in copies[: 1 if args.no_resume or budget else 2]:
                 shutil.copytree(source, copy)
-            timing = await rebuild(Settings(data_dir=copies[0]), embedder, budget=args.limit)
+            timing = await rebuild(Settings(data_dir=copies[0]), embedder, budget=budget)
             print(report(f"{embedder.name} (dim {embedder.dim})", timing))
-            if not (args.no_resume or args.limit):
+            if not (args.no_resume or budget):
                 await resumed(Settings(data_dir=copies[1]), embedder, total, timing.seconds)
             embedders.close(embedder)
             for copy in copies:
