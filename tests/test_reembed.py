@@ -10,6 +10,7 @@ import asyncio
 import io
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -152,6 +153,33 @@ async def test_a_run_stopped_by_its_limit_is_continued_not_started_over(
     # every memory embedded exactly once over the two runs
     assert sorted(embedded_texts(fake_ollama)) == sorted(stored.values())
     assert await memories(switched) == stored
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as a user's is: progress bars are drawn on it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_a_terminal_is_shown_the_embedding_then_the_swap_then_the_store_written_out(
+    stored: dict[str, str], switched: settings_module.Settings
+) -> None:
+    out, err = io.StringIO(), Terminal()
+    code = await admin.run(
+        ["reembed", "--all", "--yes"], settings=switched, stdin=io.StringIO(""), stdout=out,
+        stderr=err,
+    )  # fmt: skip
+    assert code == 0, err.getvalue()
+    shown = err.getvalue()
+    held = len(stored)
+    assert "re-embedding: 100%" in shown and f"{held}/{held}" in shown
+    # each collection copied back has a bar of its own (a million memories: minutes of it)
+    swapped = re.findall(r"swapping in (\S+): 100%\S* *\|[^|]*\| (\d+)/(\d+)", shown)
+    assert swapped and sum(int(done) for _, done, _ in swapped) == held
+    assert all(done == total for _, done, total in swapped)
+    assert shown.rstrip().endswith("writing the embedded store to disk…")
+    assert out.getvalue().startswith(f"re-embedded {held} memories")
 
 
 async def test_an_ollama_failure_midway_loses_nothing_and_the_rerun_continues(

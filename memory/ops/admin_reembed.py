@@ -5,11 +5,13 @@ hybrid search (dense-only); ``--force`` rebuilds current ones too (an Ollama mod
 the same name). It re-embeds the memories as stored — same ids, texts, provenance and corrections —
 rather than re-running the language model over the transcript, which would write different memories
 and lose the moderators' corrections and forgets. How a rebuild is made safe to interrupt and
-resumed: ``memory.adapters.qdrant_reembed``. A progress bar goes to stderr when it is a terminal.
+resumed: ``memory.adapters.qdrant_reembed``. Progress bars (the embedding, then each collection's
+swap) go to stderr when it is a terminal, and a line while the embedded store is written out.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -82,7 +84,10 @@ async def reembed(
         ]
         if (stop := await admin_io.confirm(io, args, plan, lines)) is not None:
             return stop
-        return await _run(services, args, io, job, tasks, plan)
+        code = await _run(services, args, io, job, tasks, plan)
+        if settings.qdrant_url is None and io.stderr.isatty():  # a million memories: minutes
+            io.err("writing the embedded store to disk…")
+    return code
 
 
 async def _run(
@@ -97,16 +102,29 @@ async def _run(
     bar = tqdm(
         total=plan["memories"], unit="memory", desc="re-embedding", file=io.stderr, disable=None
     )
+    swaps: list[tqdm[Any]] = []
 
-    def advance(phase: str, count: int) -> None:
+    def advance(task: qdrant_reembed.Task, phase: str, count: int) -> None:
         if phase == "embed":
             bar.update(count)
+            return
+        if not swaps:  # copying back a large collection takes minutes too
+            desc = f"swapping in {task.collection}"
+            swaps.append(
+                tqdm(total=task.memories, unit="memory", desc=desc, file=io.stderr, disable=None)
+            )
+        swaps[-1].update(count)
 
     try:
         try:
             for task in tasks:
                 budget = None if args.limit is None else args.limit - embedded
-                count, finished = await job.run(task, on_batch=advance, budget=budget)
+                try:
+                    on_batch = functools.partial(advance, task)
+                    count, finished = await job.run(task, on_batch=on_batch, budget=budget)
+                finally:
+                    while swaps:
+                        swaps.pop().close()
                 embedded += count
                 if not finished:
                     break
