@@ -193,12 +193,14 @@ def figures(case: harness.Case, reports: list[models.TurnReport]) -> dict[str, A
 
 
 def _regulars(result: harness.Result) -> dict[str, float]:
-    """The regulars corpus' own figures, per half (``dev``: tuned on; ``held-out``: reported)."""
+    """The regulars corpus' own figures, per part (``dev``: tuned on; ``held-out``, ``fresh``:
+    reported)."""
     regulars.annotate(result, regulars.load())
     groups = result.metrics["regulars"]
     return {
         f"{key} {half}": groups[half][metric]["value"]
-        for half in regulars.HALVES
+        for half in regulars.PARTS
+        if half in groups
         for key, metric in (("top3", "answer_top3"), ("distractor", "distractor_above"))
     }
 

@@ -146,7 +146,7 @@ def _scores(
         scored.append((question, regulars.question_scores(question, ranking)))
     groups = {"all": scored} | {
         g: [(q, s) for q, s in scored if g in (q.category, q.half)]
-        for g in (*regulars.CATEGORIES, *regulars.HALVES)
+        for g in (*regulars.CATEGORIES, *regulars.PARTS)
     }
     above = [s["distractor_above"] for q, s in scored if q.distractors]
     ranks = [s["answer_rank"] for _, s in scored if s["answer_rank"] is not None]
@@ -223,7 +223,7 @@ def table(results: list[dict[str, Any]]) -> str:
     rows: list[tuple[str, Any]] = [
         ("answer in top 3", lambda r: _cell(r["top3"]["all"])),
         *((f"… {g}", lambda r, g=g: _cell(r["top3"][g]))
-          for g in (*regulars.CATEGORIES, *regulars.HALVES)),
+          for g in (*regulars.CATEGORIES, *regulars.PARTS)),
         ("distractor above the answer", lambda r: _cell(r["distractor_above"])),
         ("mean rank of the answer", lambda r: r["mean_answer_rank"]),
         ("load (import + model)", lambda r: f"{r['load_s']:.2f} s"),

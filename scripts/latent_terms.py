@@ -133,7 +133,7 @@ def score(pool: Pools, orders: list[dict[str, list[int]]]) -> list[str]:
             with_distractors = sum(1 for q in pool.regulars.values() if q.distractors)
             halves = collections.Counter(q.half for q in pool.regulars.values())
             cells += [
-                f"{top3.total()}/{len(orders)} ({' / '.join(f'{top3[h]}/{halves[h]}' for h in regulars.HALVES)})",
+                f"{top3.total()}/{len(orders)} ({' / '.join(f'{top3[h]}/{halves[h]}' for h in regulars.PARTS if halves[h])})",
                 f"{above}/{with_distractors}",
             ]
         rows.append(f"| {pool.name} | {name} | {' | '.join(cells)} |")

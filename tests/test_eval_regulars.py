@@ -52,14 +52,14 @@ def test_gold_and_distractors_are_the_asked_about_viewer_s(corpus: regulars.Corp
         assert question.asker in corpus.viewers
 
 
-def test_halves_are_recorded_by_the_hash_of_the_id_and_both_are_used(
-    corpus: regulars.Corpus,
-) -> None:
-    halves = collections.Counter(q.half for q in corpus.questions)
-    assert set(halves) == set(regulars.HALVES)
-    assert min(halves.values()) >= 15
+def test_parts_are_recorded_by_the_id_and_all_are_used(corpus: regulars.Corpus) -> None:
+    parts = collections.Counter(q.half for q in corpus.questions)
+    assert set(parts) == set(regulars.PARTS)
+    assert min(parts[half] for half in regulars.HALVES) >= 15
     for question in corpus.questions:
         assert question.half == regulars.half_of(question.id)
+    assert regulars.half_of("rf01") == regulars.FRESH
+    assert {regulars.half_of(f"rq{n:02}") for n in range(1, 49)} == set(regulars.HALVES)
 
 
 def test_categories_languages_and_a_channel_of_regulars(corpus: regulars.Corpus) -> None:

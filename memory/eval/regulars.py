@@ -14,6 +14,9 @@ probe whose evidence is its gold statements. Beside the common metrics, per ques
 the answer among the first 3 items, a distractor ranked above the answer (or present without it),
 the items of the prompt, P@5. Questions are split into a ``dev`` half (to tune on) and a
 ``held-out`` half (to report on) by a stable hash of their id (``half_of``), recorded in the file.
+A third part, ``fresh`` (ids ``rf…``), was written after the retrieval rules had been chosen on the
+halves, by a writer who had not read those rules: it is never tuned on, and it tells whether a rule
+made for one question of the halves holds for questions nobody fitted it to.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ CHANNEL = "regulars_channel.jsonl"
 QUESTIONS = "regulars_questions.json"
 CASE = "regulars"
 HALVES = ("dev", "held-out")
+#: the part written after the rules were chosen (never tuned on), and all parts in report order
+FRESH = "fresh"
+PARTS = (*HALVES, FRESH)
 CATEGORIES = ("paraphrase", "hypernym", "cross_language")
 #: the answer counts as found among this many first items
 TOP = 3
@@ -69,7 +75,10 @@ class Corpus:
 
 
 def half_of(question_id: str) -> str:
-    """``dev`` or ``held-out``: the parity of the question id's 8-byte blake2b digest."""
+    """``fresh`` for an ``rf…`` id, otherwise ``dev`` or ``held-out``: the parity of the question
+    id's 8-byte blake2b digest."""
+    if question_id.startswith("rf"):
+        return FRESH
     digest = hashlib.blake2b(question_id.encode(), digest_size=8).digest()
     return HALVES[int.from_bytes(digest, "little") % 2]
 
@@ -193,7 +202,7 @@ def _ratio(value: metrics.Ratio) -> dict[str, Any]:
 
 def annotate(result: harness.Result, corpus: Corpus) -> None:
     """Add the regulars figures to ``result`` (the system's or a peer's, from its rankings):
-    overall, per category, per half, and per question."""
+    overall, per category, per part (those asked), and per question."""
     prompt = PEER_PROMPT if result.metrics.get("peer") else None
     pairs = [
         (q, result.rankings[q.id][:prompt]) for q in corpus.questions if q.id in result.rankings
@@ -201,8 +210,10 @@ def annotate(result: harness.Result, corpus: Corpus) -> None:
     groups: dict[str, Any] = {"all": group_scores(pairs)}
     for category in CATEGORIES:
         groups[category] = group_scores([(q, r) for q, r in pairs if q.category == category])
-    for half in HALVES:
-        groups[half] = group_scores([(q, r) for q, r in pairs if q.half == half])
+    for part in PARTS:
+        chosen = [(q, r) for q, r in pairs if q.half == part]
+        if chosen or part in HALVES:
+            groups[part] = group_scores(chosen)
     result.metrics["answer_top3"] = groups["all"]["answer_top3"]
     result.metrics["distractor_above"] = groups["all"]["distractor_above"]
     result.metrics["regulars"] = groups
@@ -225,7 +236,7 @@ COLUMNS = (
 
 
 def table(results: Sequence[harness.Result]) -> str:
-    """Per group (all, each category, each half), one row per system."""
+    """Per group (all, each category, each part), one row per system."""
     from memory.eval import report
 
     rows = [
