@@ -1,6 +1,6 @@
 """The everyday slots a question asks for and a statement answers, beside the profile's
-(``memory.recall.asked``): the instrument a viewer plays, the sport they practise, whether they
-drive or smoke, what they eat, who their partner is, their children, siblings and parents (a
+(``memory.recall.asked``): the instrument a viewer plays, the sport they practise, the team they
+support ("what sport does he follow?", "per che squadra tifa?"), whether they drive or smoke, what they eat, who their partner is, their children, siblings and parents (a
 question for their family asks for all three), and (statements only) what they study.
 
 The profile (``memory.consolidate.profile_slots``) keeps no value for these: they are many-valued
@@ -14,14 +14,18 @@ that viewer's items and the rest of them go (``memory.recall.relevance.answered`
 
 Both sides read normalized text (``words.normalize``: lower case, no accents, no punctuation,
 apostrophes as spaces). A question's patterns are strict: one that only mentions the slot's word
-("what does @luca's girlfriend do?", "what sport does he follow?", "did that smoke grenade kill
+("what does @luca's girlfriend do?", "which team won last night?", "did that smoke grenade kill
 him?", "can a usb drive run ubuntu?") asks for none of them; nor does "what martial art does he
 practise?", which the whole of a viewer's sports would not answer. A statement's are the slot's own
 words where they are unambiguous in chat (a "keyboard" is a gamer's, "piano" and "basso" are also
-plain Italian words, "Guitar Hero" is a game): those need a verb of playing.
+plain Italian words, "Guitar Hero" is a game): those need a verb of playing. A team is a name
+no list can hold: "I support …" counts unless a pronoun or a quantity follows ("I support you"),
+"follow" only with a league ("I follow like 40 cooking accounts" is no team), and a fan only of
+football ("a huge Souls fan" is a game's).
 
 Chosen from the regulars corpus' ``dev`` questions (docs/evaluation.md, "Precision", "Everyday
-slots"), in English and Italian.
+slots"), in English and Italian; the team from a ``held-out`` one, so its figures are the
+corpus' ``fresh`` part, written before it.
 """
 
 from __future__ import annotations
@@ -52,6 +56,17 @@ _SPORTS = (
     r"|scherma|canottaggio|palestra|sci(?! fi)|corro|vado a correre)"
 )
 
+#: what follows "I support" and is not a team ("I support you", "I support this")
+_NOT_A_TEAM = (
+    r"(?:you|u|it|this|that|these|them|him|her|your|ur|my|our|every\w*|all|both|lots|loads|some"
+    r"|many|an?|no|any|people|streamers?|creators?|small)"
+)
+#: what a fan follows ("I follow the Premier League", "seguo la Serie A")
+_LEAGUES = (
+    r"(?:football|soccer|premier league|serie a|champions league|la liga|bundesliga|calcio"
+    r"|formula 1|formula one|f1|motogp|nba|nfl|nhl|mlb)\b"
+)
+
 #: a question for a viewer's family asks for their children, siblings and parents alike
 _FAMILY = r"|\b(?:have|has|got) (?:any )?family\b|\b(?:ha|hai) (?:famiglia|parenti)\b"
 
@@ -71,6 +86,20 @@ ASKS: tuple[tuple[str, str], ...] = (
         r"|\bis (?:\w+ ){0,2}sporty\b"
         r"|\b(?:pratica|pratichi|fa|fai) (?:qualche |uno |dello |degli |molto )?sport\b"
         r"|\bche sport (?:pratica|pratichi|fa|fai)\b|\b(?:e|sei) sportiv[oa]\b",
+    ),
+    (
+        "team",
+        r"\b(?:which|what) (?:football |soccer |sports? )?(?:teams?|clubs?) (?:\w+ ){0,3}"
+        r"(?:support|supports|supporting|follow|follows|root|roots|cheer|cheers|into)\b"
+        r"|\bwhat sports? (?:does|do|did) (?:\w+ ){0,2}(?:follow|watch)\b"
+        r"|\b(?:support|supports|follow|follows|root for|roots for) (?:any |a |some )?"
+        r"(?:football |soccer |sports? )?(?:teams?|clubs?)\b"
+        r"|\b(?:follow|follows|watch|watches) (?:any |much )?(?:football|soccer|sports?)\b"
+        r"|\b(?:is|s) (?:\w+ ){0,2}(?:a )?(?:football|soccer|sports?) fan\b"
+        r"|\b(?:che|quale) squadra (?:\w+ ){0,2}(?:tifa|tifi|segue|segui|supporta)\b"
+        r"|\bper chi (?:tifa|tifi)\b|\b(?:tifa|tifi) (?:per )?(?:qualche|una) squadra\b"
+        r"|\b(?:e|sei) (?:un |una )?tifos[oa]\b|\b(?:segue|segui) (?:il )?calcio\b"
+        r"|\bdi che squadra (?:e|sei)\b",
     ),
     (
         "drive",
@@ -127,6 +156,17 @@ ASKS: tuple[tuple[str, str], ...] = (
 STATES: tuple[tuple[str, str], ...] = (
     ("instrument", r"\b" + _INSTRUMENTS + r"\b|" + _PLAYED),
     ("sport", r"\b" + _SPORTS + r"\b"),
+    (
+        "team",
+        r"\bi (?:support|root for|cheer for) (?!" + _NOT_A_TEAM + r"\b)\w+"
+        r"|\b(?:football|soccer|club|team) (?:fan|supporter)\b|\bi m an? \w+ supporter\b"
+        r"|\bi (?:follow|watch) (?:the )?" + _LEAGUES + r"|\bseason ticket\b|\bstadium\b"
+        r"|\bmy (?:football |soccer )?(?:team|club) (?:won|lost|drew|beat|got)\b"
+        r"|(?<!\bil )(?<!\bdel )\btifo (?!(?:per )?(?:te|voi|tutti)\b)\w+"
+        r"|\b(?:sono|siamo) (?:un |una |dei )?tifos[oiae]\b|\bstadio\b|\bin curva\b"
+        r"|\b(?:juventin[oaie]|interist[ai]|milanist[ai]|romanist[ai]|laziali?)\b"
+        r"|\bla mia squadra\b|\b(?:seguo|guardo) (?:il |la )?" + _LEAGUES,
+    ),
     (
         "drive",
         r"\bi (?:don t |do not |can t |cannot |never |still )?drive\b|\bmy (?:\w+ )?car\b"
@@ -193,6 +233,8 @@ WORDS: dict[str, str] = {
     " chitarra violino batteria",
     "sport": "sport training gym football tennis running swimming climbing calcio palestra corro"
     " nuoto pallavolo allenamento",
+    "team": "team club support supporter fan football stadium match squadra tifo tifoso calcio"
+    " stadio partita",
     "drive": "drive driving car licence guido macchina auto patente",
     "smoke": "smoke smoking cigarettes vape fumo sigarette fumare",
     "diet": "vegetarian vegan meat fish gluten vegetariana vegana carne pesce",
