@@ -102,6 +102,30 @@ def test_a_question_that_only_mentions_a_slot_word_asks_for_none(question: str) 
 
 
 @pytest.mark.parametrize(
+    ("question", "slots"),
+    [
+        # a relative's job, home or habit is not the viewer's
+        ("@Mnemo che lavoro fa il marito di @ines?", set()),
+        ("@Mnemo what does @dave's wife do for a living?", set()),
+        ("@Mnemo where is @sofi's boyfriend from?", set()),
+        ("@Mnemo where does @tom's sister live?", set()),
+        ("@Mnemo is @nina's brother married?", set()),
+        ("@Mnemo does his dad still smoke?", set()),
+        ("@Mnemo dove abita la sorella di @giulia?", set()),
+        # the relation itself is the viewer's slot
+        ("@Mnemo who are @nina's parents?", {"parents"}),
+        # the viewer's own, with a relative beside them
+        ("@Mnemo where does @tom live with his girlfriend?", {"location"}),
+        ("@Mnemo dove vive @luca con sua moglie?", {"location"}),
+    ],
+)
+def test_a_question_about_a_relative_asks_for_no_slot_of_the_viewer_s(
+    question: str, slots: set[str]
+) -> None:
+    assert asked.slots(context.normalize(question)) == slots
+
+
+@pytest.mark.parametrize(
     ("statement", "slots"),
     [
         ("I have a hamster called Rex", {"pet"}),  # a profile value

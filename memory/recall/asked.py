@@ -11,7 +11,8 @@ a sport, driving, smoking, diet, a partner, children, siblings, parents), answer
 statement of them.
 
 A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
-viewer's slot (that is lore). The patterns are strict on purpose: a question that only mentions a
+viewer's slot (that is lore), nor does one about a viewer's relative but for the relation itself
+("la moglie di @dave che lavoro fa?" would otherwise be answered with Dave's own job). The patterns are strict on purpose: a question that only mentions a
 slot's word ("how does he get to his job?", "my pet peeve", "come si chiama il mio animale?" is
 ``pet``, not ``name``) must not be taken for one that asks for it, since an answered slot replaces
 the rest of that viewer's items.
@@ -94,9 +95,53 @@ _PETS = (
 )
 
 
+#: a viewer's relative → the slot of the viewer's it is ("": a relation no slot keeps)
+_RELATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "partner",
+        r"wife|husband|girlfriend|boyfriend|partner|fiancee?|spouse|moglie|marito|ragazz[oa]"
+        r"|fidanzat[oa]|compagn[oa]",
+    ),
+    ("siblings", r"brothers?|sisters?|siblings|twin|fratell[oi]|sorell[ae]|gemell[oa]"),
+    ("parents", r"mum|mom|dad|mother|father|parents|madre|padre|mamma|papa|genitori"),
+    ("children", r"sons?|daughters?|kids?|child|children|figli[oae]?"),
+    (
+        "",
+        r"friends?|boss|cousin|uncle|aunt|grandma|grandpa|grandmother|grandfather|nan|flatmate"
+        r"|roommate|neighbou?r|colleague|coworker|amic[oaie]|capo|cugin[oa]|zi[oa]|nonn[oa]"
+        r"|coinquilin[oa]|collega",
+    ),
+)
+_RELATIVE_WORD = "(" + "|".join(words for _, words in _RELATIONS) + ")"
+#: a relative the question is about: "@dave's wife", "his brother", "la moglie di @dave", "sua
+#: sorella"; not one the viewer is with or like ("where does he live with his wife?", "dove vive
+#: con sua moglie?")
+_RELATIVE = re.compile(
+    r"(?<!\bwith )(?<!\blike )(?<!\band )(?<!\bcon )(?<!\bcome )(?<!\be )"
+    r"(?:\b(?:s|his|her|their|my) (?:older |younger |little |big |twin |ex )?"
+    + _RELATIVE_WORD
+    + r"\b|\b(?:il|la|lo|i|le|l) "
+    + _RELATIVE_WORD
+    + r" (?:di|del|della)\b"
+    + r"|\b(?:suo|sua|suoi|sue|mio|mia|miei|mie) "
+    + _RELATIVE_WORD
+    + r"\b)"
+)
+
+
+def _relation(word: str) -> str:
+    return next(slot for slot, words in _RELATIONS if re.fullmatch(words, word))
+
+
 def slots(query: str) -> frozenset[str]:
-    """The profile slots ``query`` (normalized) asks for; ``pet`` for any pet."""
-    return frozenset(slot for slot, pattern in _ASKS if pattern.search(query))
+    """The profile slots ``query`` (normalized) asks for; ``pet`` for any pet. A question about a
+    viewer's relative ("la moglie di @dave che lavoro fa?", "where is @sofi's boyfriend from?")
+    asks for no slot of the viewer's but the relation's own ("who are @nina's parents?")."""
+    found = frozenset(slot for slot, pattern in _ASKS if pattern.search(query))
+    if found and (relatives := list(_RELATIVE.finditer(query))):
+        own = {_relation(next(word for word in m.groups() if word)) for m in relatives}
+        return found & frozenset(slot for slot in own if slot)
+    return found
 
 
 #: slot → a viewer's statement about it that sets no profile value (``profile_slots`` wants a
