@@ -7,7 +7,7 @@
 slots can be compared with what a remembered statement sets (``profile_slots.slots_of``): when the
 profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``);
 and the everyday slots the profile keeps no value of (``memory.recall.everyday``: an instrument,
-a sport, driving, smoking, diet, a partner, children, siblings, parents), answered by a recalled
+a sport, a team, driving, smoking, diet, a partner, children, siblings, parents), answered by a recalled
 statement of them.
 
 A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
