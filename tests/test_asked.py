@@ -164,6 +164,8 @@ def test_a_question_about_a_relative_asks_for_no_slot_of_the_viewer_s(
         ("I follow the Premier League religiously", {"team"}),
         ("I follow like 40 cooking accounts on Instagram", set()),
         ("I support you streamer, keep going", set()),
+        ("I support the idea of a subathon", set()),
+        ("I support the Yankees, sadly", {"team"}),
         ("tifo per te streamer, ce la fai", set()),
         ("the manual helps with surfing the web", set()),
         ("my son Leo turns five on Saturday", {"children"}),

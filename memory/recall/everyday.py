@@ -56,10 +56,11 @@ _SPORTS = (
     r"|scherma|canottaggio|palestra|sci(?! fi)|corro|vado a correre)"
 )
 
-#: what follows "I support" and is not a team ("I support you", "I support this")
+#: what follows "I support" and is not a team ("I support you", "I support the idea")
 _NOT_A_TEAM = (
     r"(?:you|u|it|this|that|these|them|him|her|your|ur|my|our|every\w*|all|both|lots|loads|some"
-    r"|many|an?|no|any|people|streamers?|creators?|small)"
+    r"|many|an?|no|any|people|streamers?|creators?|small|local|indie"
+    r"|the (?:idea|stream|streamer|channel|decision|change|cause|community|plan|mods?))"
 )
 #: what a fan follows ("I follow the Premier League", "seguo la Serie A")
 _LEAGUES = (
