@@ -31,7 +31,7 @@ def test_a_regulars_pool_is_the_viewers_statements_not_their_questions() -> None
     corpus = regulars.load()
     pools = latent_terms.regulars_pools(corpus)
     assert pools.regulars is not None
-    assert len(pools.questions) == len(corpus.questions) == 48
+    assert len(pools.questions) == len(corpus.questions) >= 48
     asked = {q.id for q in corpus.questions}
     logins = {user_id: login for login, (user_id, _) in corpus.viewers.items()}
     for question in pools.questions:
