@@ -7,15 +7,15 @@
 slots can be compared with what a remembered statement sets (``profile_slots.slots_of``): when the
 profile holds the slot a question asks for, that fact is the answer (``memory.recall.relevance``);
 and the everyday slots the profile keeps no value of (``memory.recall.everyday``: an instrument,
-a sport, a team, driving, smoking, diet, a partner, children, siblings, parents), answered by a recalled
-statement of them.
+a sport, a team, driving, smoking, diet, a partner, children, siblings, parents), answered by a
+recalled statement of them.
 
 A question put to the bot about itself ("where do you live?", "da dove vieni?") asks for no
 viewer's slot (that is lore), nor does one about a viewer's relative but for the relation itself
-("la moglie di @dave che lavoro fa?" would otherwise be answered with Dave's own job). The patterns are strict on purpose: a question that only mentions a
-slot's word ("how does he get to his job?", "my pet peeve", "come si chiama il mio animale?" is
-``pet``, not ``name``) must not be taken for one that asks for it, since an answered slot replaces
-the rest of that viewer's items.
+("la moglie di @dave che lavoro fa?" would otherwise be answered with Dave's own job). The
+patterns are strict on purpose: a question that only mentions a slot's word ("how does he get to
+his job?", "my pet peeve", "come si chiama il mio animale?" is ``pet``, not ``name``) must not be
+taken for one that asks for it, since an answered slot replaces the rest of that viewer's items.
 
 ``states(text)`` is the other side: the slots a viewer's statement gives a value.
 """

@@ -1,7 +1,8 @@
 """The everyday slots a question asks for and a statement answers, beside the profile's
 (``memory.recall.asked``): the instrument a viewer plays, the sport they practise, the team they
-support ("what sport does he follow?", "per che squadra tifa?"), whether they drive or smoke, what they eat, who their partner is, their children, siblings and parents (a
-question for their family asks for all three), and (statements only) what they study.
+support ("what sport does he follow?", "per che squadra tifa?"), whether they drive or smoke,
+what they eat, who their partner is, their children, siblings and parents (a question for their
+family asks for all three), and (statements only) what they study.
 
 The profile (``memory.consolidate.profile_slots``) keeps no value for these: they are many-valued
 ("il sabato gioco a pallavolo", "corro la mattina") or said in too many ways to keep one value of.
@@ -24,8 +25,8 @@ no list can hold: "I support …" counts unless a pronoun or a quantity follows 
 football ("a huge Souls fan" is a game's).
 
 Chosen from the regulars corpus' ``dev`` questions (docs/evaluation.md, "Precision", "Everyday
-slots"), in English and Italian; the team from a ``held-out`` one, so its figures are the
-corpus' ``fresh`` part, written before it.
+slots"), in English and Italian; the team slot from a ``held-out`` question, so what it is worth
+is read on the corpus' ``fresh`` part, which was written before the slot.
 """
 
 from __future__ import annotations
